@@ -1,0 +1,112 @@
+/*
+ * recon_compare: the hash join of one window. No I/O.
+ *
+ * Rows of both sides are added (their strings already live in the compare's
+ * arena, where recon_normalize_row() put them). Upstream entries fold into
+ * orders by key (DESIGN "Entries fold into orders"); local rows are orders.
+ * recon_compare_classify() then decides, for every key this window owns
+ * (DESIGN "Windows, ownership and boundaries"), exactly one class, and lists
+ * the differences in key order (bytewise), so output is deterministic.
+ * Memory: one arena and one open-addressing table for the window, freed by
+ * recon_compare_free().
+ */
+#ifndef RECON_COMPARE_H
+#define RECON_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recon_job.h"
+#include "recon_mem.h"
+#include "recon_normalize.h"
+#include "recon_source.h"
+
+enum recon_class {
+	RECON_CLASS_MISSING = 0,
+	RECON_CLASS_EXTRA,
+	RECON_CLASS_STUCK,
+	RECON_CLASS_AMOUNT_MISMATCH,
+	RECON_CLASS_STATUS_MISMATCH,
+	RECON_CLASS_DUPLICATE,
+	RECON_CLASS__COUNT,
+	RECON_CLASS_MATCHED = RECON_CLASS__COUNT, /* not a difference */
+};
+
+/* "missing", "amount_mismatch", ..., "matched". */
+const char *recon_class_name(enum recon_class c);
+/* Class for a name, or -1. */
+int recon_class_from_name(const char *name);
+
+#define RECON_SIDE_UPSTREAM 0
+#define RECON_SIDE_LOCAL    1
+
+/* One side's view of a key, as shown in a difference. */
+struct recon_side_view {
+	bool present;
+	uint8_t status;	  /* enum recon_status (upstream: folded) */
+	char currency[4];
+	int64_t amount;	  /* upstream: paid (order amount); local: the row's amount */
+	int64_t refunded; /* upstream: sum of refunds */
+	int64_t time;	  /* upstream: first entry; local: the row's time */
+	uint64_t line;	  /* origin line of that entry/row (0: database) */
+	uint32_t rows;	  /* entries (upstream) or rows (local) folded into this view */
+	bool looked_up;	  /* found by a key lookup beyond the read window */
+};
+
+struct recon_diff {
+	const char *key; /* compare arena; RECON_KEY_SEP between composite parts */
+	uint32_t key_len;
+	uint8_t klass; /* enum recon_class */
+	struct recon_side_view up, local;
+};
+
+struct recon_compare_counts {
+	uint64_t keys_owned;	 /* keys this window classified */
+	uint64_t rows_owned[2];	 /* rows/entries of owned keys per side */
+	uint64_t rows_other[2];	 /* rows read for context but owned by a neighbouring window */
+	uint64_t matched;
+	uint64_t in_flight;	 /* local pending younger than stuck_after, or upstream pending */
+	uint64_t classes[RECON_CLASS__COUNT];
+};
+
+struct recon_compare;
+
+/*
+ * A compare for one window. `now` decides stuck versus in flight.
+ * `upstream_is_statement`: the upstream is the window's statement file, so
+ * every key it lists belongs to this window (DESIGN: "a file upstream is the
+ * window's statement"); otherwise the first-entry-time rule applies.
+ * Caller frees with recon_compare_free().
+ */
+struct recon_compare *recon_compare_new(const struct recon_job *job,
+					const struct recon_window *win, int64_t now,
+					bool upstream_is_statement);
+void recon_compare_free(struct recon_compare *cmp);
+
+/* The arena normalized rows must be allocated in (borrowed, lives with cmp). */
+struct recon_arena *recon_compare_arena(struct recon_compare *cmp);
+
+/* Adds a normalized row of `side` (RECON_SIDE_*); its strings must be in the arena. */
+void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row);
+
+/*
+ * Keys that need a lookup on `side` before they can be asserted:
+ * RECON_SIDE_LOCAL: owned upstream keys with no local row read (before "missing");
+ * RECON_SIDE_UPSTREAM: owned local-only keys that would be "extra".
+ * Returns the count; *keys and *lens are arrays valid until the next call
+ * (owned by cmp).
+ */
+size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const char ***keys,
+				     const uint32_t **lens);
+
+/* Classifies every owned key; fills counts and the sorted difference list. */
+void recon_compare_classify(struct recon_compare *cmp);
+
+const struct recon_compare_counts *recon_compare_counts(const struct recon_compare *cmp);
+/* Differences in key order (after classify); borrowed from cmp. */
+const struct recon_diff *recon_compare_diffs(const struct recon_compare *cmp, size_t *n);
+/* Class of a key after classify: RECON_CLASS_* or -1 when the window does not own it. */
+int recon_compare_key_class(const struct recon_compare *cmp, const char *key, size_t len);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * recon_heartbeat: the Prometheus text-format file monitoring alerts on
+ * (node_exporter textfile collector convention).
+ *
+ * The file describes every mode of the job (hot and t1 share it), built from
+ * the state store, and is replaced atomically: written to a temporary file in
+ * the same folder, fsync'd, then renamed over the old one, so a scraper never
+ * reads half a file. Values derived from integer milliseconds are printed
+ * with integer arithmetic (no floating point).
+ */
+#ifndef RECON_HEARTBEAT_H
+#define RECON_HEARTBEAT_H
+
+#include "recon_err.h"
+
+struct recon_state;
+
+/* Rewrites `path` for job from the state store. RECON_EIO on failure. */
+RECON_MUSTCHECK int recon_heartbeat_write(struct recon_state *st, const char *job,
+					  const char *path, struct recon_err *err);
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * recon_job: the job file (and the CSV format profiles it names) loaded into
+ * an immutable `struct recon_job`.
+ *
+ * Loading is strict (jansson JSON_REJECT_DUPLICATES, unknown keys and wrong
+ * types are errors naming file, line and key; RECON_ECONFIG, exit 78). After
+ * recon_job_load() returns, nothing in the job changes: every module reads it,
+ * none writes it. Paths are already resolved against the job file's folder.
+ * The struct is an open aggregate on purpose: it is configuration, read by
+ * every stage.
+ */
+#ifndef RECON_JOB_H
+#define RECON_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recon_err.h"
+
+struct recon_tz;
+
+#define RECON_KEY_PARTS_MAX 4
+#define RECON_NAME_MAX	    64 /* identifiers: job, table and column names */
+
+enum recon_kind {
+	RECON_KIND_CSV,
+	RECON_KIND_SQLITE,
+	RECON_KIND_POSTGRES,
+	RECON_KIND_MYSQL,
+};
+
+/* Canonical statuses. Order matters: it is the on-disk and output order. */
+enum recon_status {
+	RECON_ST_SUCCESS = 0,
+	RECON_ST_REFUNDED = 1,
+	RECON_ST_CLOSED = 2,
+	RECON_ST_PENDING = 3,
+};
+#define RECON_ST__COUNT 4
+
+/* Kinds of upstream statement entries (DESIGN "Entries fold into orders"). */
+enum recon_entry {
+	RECON_ENTRY_PAYMENT = 0,
+	RECON_ENTRY_REFUND = 1,
+	RECON_ENTRY_REVOKE = 2,
+	RECON_ENTRY_KEYLESS = 3, /* fee, payout, adjustment: skipped and counted */
+	RECON_ENTRY_IGNORE = 4,	 /* rows the profile says carry no money movement */
+};
+
+/* Column roles: what a source column means. A side maps each role to a column name. */
+enum recon_col {
+	RECON_COL_KEY0 = 0, /* key parts: KEY0 .. KEY0 + nkey - 1 */
+	RECON_COL_KEY1,
+	RECON_COL_KEY2,
+	RECON_COL_KEY3,
+	RECON_COL_AMOUNT,	 /* decimal text, major units ("12.34") */
+	RECON_COL_AMOUNT_MINOR,	 /* integer minor units */
+	RECON_COL_REFUND_AMOUNT, /* a separate column for refund entries (WeChat) */
+	RECON_COL_CURRENCY,
+	RECON_COL_STATUS,
+	RECON_COL_TIME,
+	RECON_COL_TXN_ID,     /* provider transaction id: with entry type, the entry's identity */
+	RECON_COL_REFUND_ID,  /* provider refund id: identity of a refund entry */
+	RECON_COL_ENTRY_TYPE, /* the column telling payment/refund/revoke/fee apart */
+	RECON_COL__COUNT
+};
+
+/* Role name as written in job files ("key", "amount_minor", ...). */
+const char *recon_col_name(enum recon_col col);
+const char *recon_status_name(enum recon_status st);
+const char *recon_kind_name(enum recon_kind kind);
+
+/* A word -> value map (status words, entry-type words). Exact, case-sensitive. */
+struct recon_map_entry {
+	char *word;
+	size_t len;
+	int value;
+};
+struct recon_map {
+	struct recon_map_entry *v;
+	size_t n;
+};
+/* Value for s[0..len), or -1 when the word is not in the map. */
+int recon_map_get(const struct recon_map *m, const char *s, size_t len);
+
+/* Per-file checks against a statement's control totals (trailer/footer). */
+struct recon_totals_rule {
+	bool enabled;
+	char *label;	/* e.g. "总交易单数": the trailer header line starts with it */
+	/* further fields are added by the provider-format work */
+};
+
+struct recon_side {
+	const char *role;	/* "upstream" or "local" (static string) */
+	enum recon_kind kind;
+	char *path;	/* csv, sqlite: absolute or job-relative resolved; may hold {date} */
+	char *format;	/* csv: profile name, or NULL for inline configuration */
+	char *table;	/* sqlite, postgres, mysql: validated identifier */
+	char *dsn_env;	/* postgres, mysql: environment variable holding the DSN */
+	char *cols[RECON_COL__COUNT]; /* column name per role; NULL when not mapped */
+	unsigned nkey;		      /* number of key parts, >= 1 */
+	char *tz_name;		      /* how this side writes its timestamps */
+	struct recon_tz *tz;	      /* loaded from tz_name (or the job's zone) */
+	char *currency;		      /* default currency for rows without one (upper case) */
+	struct recon_map status_map;  /* word -> enum recon_status */
+	struct recon_map entry_types; /* word -> enum recon_entry (needs cols[ENTRY_TYPE]) */
+	unsigned money_flags;	      /* RECON_MONEY_* for the amount columns */
+
+	/* CSV layout */
+	char delimiter;
+	char quote;	   /* 0: no quoting (WeChat) */
+	bool header;	   /* first data line (after skip_lines/comments) names the columns */
+	unsigned skip_lines; /* physical lines to drop before the header */
+	char *encoding;	     /* "UTF-8" (default) or an iconv name */
+	char *strip;	     /* guard characters stripped from both ends of cells ("`\t") */
+	char **comment_prefixes; /* NULL-terminated; lines starting with one are skipped */
+	char **stop_prefixes;	 /* NULL-terminated; the first line starting with one ends the data */
+	struct recon_totals_rule totals;
+};
+
+struct recon_job {
+	char *name;	/* validated: [A-Za-z0-9_.-]{1,64} */
+	char *file;	/* the job file's path as given */
+	char *dir;	/* its folder: relative paths resolve here */
+	char *tz_name;
+	struct recon_tz *tz; /* the business day's zone */
+	char currency[4];    /* ISO 4217, upper case */
+	int exponent;	     /* the job currency's minor-unit exponent */
+	struct recon_side upstream;
+	struct recon_side local;
+	int64_t tolerance_minor; /* amount_tolerance_minor, >= 0 */
+	int64_t stuck_after_ms;
+	int64_t margin_ms;
+	int64_t hot_size_ms;
+	int64_t hot_lag_ms;
+	int64_t max_rejects;	/* >= 0 */
+	char *state_path;
+	char *heartbeat_path;
+	char *config_text;	/* the effective configuration, canonical JSON (for hashing) */
+};
+
+/*
+ * Loads and validates the job file at `path` (and any format profile it
+ * names, searched in $RECON_FORMATS_DIR, <job dir>/formats, <job dir>/../rules/formats,
+ * <job dir>/../../rules/formats and the installed data folder). On success
+ * *out is the job; caller frees with recon_job_free(). RECON_ECONFIG with
+ * file:line: 'key' on any defect.
+ */
+RECON_MUSTCHECK int recon_job_load(struct recon_job **out, const char *path, struct recon_err *err);
+void recon_job_free(struct recon_job *job);
+
+/*
+ * Expands {date} (YYYY-MM-DD) and {yyyymmdd} in a side's path for business
+ * day `day`. Caller frees the result with free().
+ */
+char *recon_job_expand_path(const char *tmpl, int64_t day);
+
+/* True when s is a safe SQL identifier: [A-Za-z_][A-Za-z0-9_$]{0,63} (no quoting tricks). */
+bool recon_job_ident_ok(const char *s);
+
+#endif

@@ -1,0 +1,17 @@
+# Writes the SQL files listed in IN (sorted, ';'-separated) into OUT as a C
+# array of NUL-terminated byte strings: recon_migrations[i] is version i + 1.
+set(body "/* generated from sql/sqlite/state by scripts/embed_sql.cmake; do not edit */\n")
+string(APPEND body "#include <stddef.h>\n")
+set(names "")
+set(i 0)
+foreach(f ${IN})
+  file(READ ${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(APPEND body "static const char m${i}[] = {${hex} 0x00};\n")
+  string(APPEND names "m${i}, ")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "extern const char *const recon_migrations[];\nextern const size_t recon_migrations_count;\n")
+string(APPEND body "const char *const recon_migrations[] = {${names}NULL};\n")
+string(APPEND body "const size_t recon_migrations_count = ${i};\n")
+file(WRITE ${OUT} "${body}")

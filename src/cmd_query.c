@@ -1,0 +1,359 @@
+/*
+ * recon diff / recon status: read-only queries of the state store.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "recon_cmd.h"
+#include "recon_compare.h"
+#include "recon_job.h"
+#include "recon_log.h"
+#include "recon_mem.h"
+#include "recon_report.h"
+#include "recon_state.h"
+#include "recon_time.h"
+
+static const char diff_usage[] =
+    "usage: recon diff --job FILE [--run ID|latest] [--class C] [--format table|jsonl|csv] "
+    "[--quiet]\n"
+    "\n"
+    "Prints the differences one run found, in key order (default: the latest run that\n"
+    "completed). Classes: missing, extra, stuck, amount_mismatch, status_mismatch,\n"
+    "duplicate.\n";
+
+static const char status_usage[] =
+    "usage: recon status --job FILE [--json] [--quiet]\n"
+    "\n"
+    "Shows the job's watermarks, last runs, and open differences.\n";
+
+static int fail(const struct recon_err *err)
+{
+	char buf[512];
+
+	recon_log(RECON_LOG_ERROR, "%s", recon_err_str(err, buf, sizeof(buf)));
+	if (err->code == RECON_ENOTFOUND)
+		return 1;
+	return recon_err_exit_code(err->code);
+}
+
+static int db_fail(sqlite3 *db, const char *what)
+{
+	recon_log(RECON_LOG_ERROR, "%s: %s", what, sqlite3_errmsg(db));
+	return 1;
+}
+
+int recon_cmd_diff(int argc, char **argv)
+{
+	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table";
+	bool help = false, quiet = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL}, {"run", true, &run, NULL},
+	    {"class", true, &klass, NULL},  {"format", true, &format, NULL},
+	    {"quiet", false, NULL, &quiet}, {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	sqlite3 *db;
+	sqlite3_stmt *q = NULL;
+	char **lines = NULL;
+	size_t n = 0, alloc = 0;
+	int64_t run_id = 0;
+	int fmt, code = 0, s;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
+		fputs(diff_usage, stderr);
+		return 64;
+	}
+	if (help) {
+		fputs(diff_usage, stdout);
+		return 0;
+	}
+	fmt = recon_report_format_from_name(format);
+	if (fmt < 0) {
+		fprintf(stderr, "recon diff: unknown format '%s' (table, jsonl or csv)\n", format);
+		return 64;
+	}
+	if (klass && (recon_class_from_name(klass) < 0 ||
+		      recon_class_from_name(klass) == RECON_CLASS_MATCHED)) {
+		fprintf(stderr, "recon diff: unknown class '%s'\n", klass);
+		return 64;
+	}
+	if (run && strcmp(run, "latest")) {
+		char *end;
+		run_id = strtoll(run, &end, 10);
+		if (*end || run_id <= 0) {
+			fprintf(stderr, "recon diff: --run takes a run id or 'latest'\n");
+			return 64;
+		}
+	}
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_state_open(&st, job->state_path, false, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	db = recon_state_db(st);
+	if (!run_id) {
+		if (sqlite3_prepare_v2(db,
+				       "SELECT max(id) FROM runs WHERE job = ? AND outcome = 'success'",
+				       -1, &q, NULL) != SQLITE_OK) {
+			code = db_fail(db, "cannot read runs");
+			goto out;
+		}
+		sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+		if (sqlite3_step(q) == SQLITE_ROW)
+			run_id = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+		q = NULL;
+		if (!run_id) {
+			recon_log(RECON_LOG_ERROR, "job '%s' has no completed run", job->name);
+			code = 1;
+			goto out;
+		}
+	} else {
+		if (sqlite3_prepare_v2(db, "SELECT outcome FROM runs WHERE id = ? AND job = ?", -1,
+				       &q, NULL) != SQLITE_OK) {
+			code = db_fail(db, "cannot read runs");
+			goto out;
+		}
+		sqlite3_bind_int64(q, 1, run_id);
+		sqlite3_bind_text(q, 2, job->name, -1, SQLITE_STATIC);
+		s = sqlite3_step(q);
+		if (s != SQLITE_ROW) {
+			recon_log(RECON_LOG_ERROR, "job '%s' has no run %" PRId64, job->name, run_id);
+			code = 1;
+			goto out;
+		}
+		if (strcmp((const char *)sqlite3_column_text(q, 0), "success"))
+			recon_log(RECON_LOG_WARN, "run %" PRId64 " did not complete (%s): its "
+						  "differences may be partial",
+				  run_id, (const char *)sqlite3_column_text(q, 0));
+		sqlite3_finalize(q);
+		q = NULL;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "SELECT json FROM run_differences WHERE run_id = ?1 AND "
+			       "(?2 IS NULL OR class = ?2) ORDER BY key, class",
+			       -1, &q, NULL) != SQLITE_OK) {
+		code = db_fail(db, "cannot read differences");
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, run_id);
+	if (klass)
+		sqlite3_bind_text(q, 2, klass, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, 2);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		recon_grow((void **)&lines, &alloc, n + 1, sizeof(*lines));
+		lines[n++] = recon_xstrdup((const char *)sqlite3_column_text(q, 0));
+	}
+	if (s != SQLITE_DONE) {
+		code = db_fail(db, "cannot read differences");
+		goto out;
+	}
+	if (recon_report_print(stdout, (enum recon_report_format)fmt, job, lines, n, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	if (fflush(stdout) != 0)
+		code = 1;
+out:
+	sqlite3_finalize(q);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	recon_state_close(st);
+	recon_job_free(job);
+	return code;
+}
+
+/* status ------------------------------------------------------------------ */
+
+static void fmt_time(int64_t ms, char *buf, size_t size)
+{
+	recon_time_format_utc(ms, buf, size);
+}
+
+int recon_cmd_status(int argc, char **argv)
+{
+	const char *job_path = NULL;
+	bool help = false, json = false, quiet = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL},
+	    {"json", false, NULL, &json},
+	    {"quiet", false, NULL, &quiet},
+	    {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	sqlite3 *db;
+	sqlite3_stmt *q = NULL;
+	json_t *out = NULL, *modes, *open;
+	int code = 0, s;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
+		fputs(status_usage, stderr);
+		return 64;
+	}
+	if (help) {
+		fputs(status_usage, stdout);
+		return 0;
+	}
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_state_open(&st, job->state_path, false, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	db = recon_state_db(st);
+	out = json_object();
+	json_object_set_new(out, "job", json_string(job->name));
+	json_object_set_new(out, "state", json_string(job->state_path));
+	modes = json_object();
+	json_object_set_new(out, "modes", modes);
+	/* per mode: watermark, last success, last run */
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT m.mode, w.reconciled_until_ms, h.last_success_ms, r.id, r.outcome, "
+		"r.business_date, r.window_start_ms, r.window_end_ms, r.dry_run, r.error, "
+		"r.rows_upstream, r.rows_local, r.rows_rejected, r.rows_skipped, "
+		"r.n_missing + r.n_extra + r.n_stuck + r.n_amount_mismatch + r.n_status_mismatch "
+		"+ r.n_duplicate, r.upstream_sha256, r.local_sha256, r.config_sha256 "
+		"FROM (SELECT DISTINCT mode FROM runs WHERE job = ?1) m "
+		"LEFT JOIN watermarks w ON w.job = ?1 AND w.mode = m.mode "
+		"LEFT JOIN heartbeats h ON h.job = ?1 AND h.mode = m.mode "
+		"JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job = ?1 AND mode = m.mode) "
+		"ORDER BY m.mode",
+		-1, &q, NULL) != SQLITE_OK) {
+		code = db_fail(db, "cannot read runs");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		json_t *m = json_object(), *last = json_object();
+		char t[40];
+		const char *mode = (const char *)sqlite3_column_text(q, 0);
+		if (sqlite3_column_type(q, 1) != SQLITE_NULL) {
+			fmt_time(sqlite3_column_int64(q, 1), t, sizeof(t));
+			json_object_set_new(m, "watermark", json_string(t));
+		} else {
+			json_object_set_new(m, "watermark", json_null());
+		}
+		if (sqlite3_column_type(q, 2) != SQLITE_NULL) {
+			fmt_time(sqlite3_column_int64(q, 2), t, sizeof(t));
+			json_object_set_new(m, "last_success", json_string(t));
+		} else {
+			json_object_set_new(m, "last_success", json_null());
+		}
+		json_object_set_new(last, "run_id", json_integer(sqlite3_column_int64(q, 3)));
+		json_object_set_new(last, "outcome",
+				    json_string((const char *)sqlite3_column_text(q, 4)));
+		json_object_set_new(last, "date", json_string((const char *)sqlite3_column_text(q, 5)));
+		fmt_time(sqlite3_column_int64(q, 6), t, sizeof(t));
+		json_object_set_new(last, "window_start", json_string(t));
+		fmt_time(sqlite3_column_int64(q, 7), t, sizeof(t));
+		json_object_set_new(last, "window_end", json_string(t));
+		json_object_set_new(last, "dry_run", json_boolean(sqlite3_column_int(q, 8)));
+		json_object_set_new(last, "error",
+				    sqlite3_column_type(q, 9) == SQLITE_NULL
+					? json_null()
+					: json_string((const char *)sqlite3_column_text(q, 9)));
+		json_object_set_new(last, "rows_upstream", json_integer(sqlite3_column_int64(q, 10)));
+		json_object_set_new(last, "rows_local", json_integer(sqlite3_column_int64(q, 11)));
+		json_object_set_new(last, "rows_rejected", json_integer(sqlite3_column_int64(q, 12)));
+		json_object_set_new(last, "rows_skipped", json_integer(sqlite3_column_int64(q, 13)));
+		json_object_set_new(last, "differences", json_integer(sqlite3_column_int64(q, 14)));
+		for (int i = 0; i < 3; i++) {
+			static const char *const names[] = {"upstream_sha256", "local_sha256",
+							    "config_sha256"};
+			json_object_set_new(
+			    last, names[i],
+			    sqlite3_column_type(q, 15 + i) == SQLITE_NULL
+				? json_null()
+				: json_string((const char *)sqlite3_column_text(q, 15 + i)));
+		}
+		json_object_set_new(m, "last_run", last);
+		json_object_set_new(modes, mode, m);
+	}
+	sqlite3_finalize(q);
+	q = NULL;
+	if (s != SQLITE_DONE) {
+		code = db_fail(db, "cannot read runs");
+		goto out;
+	}
+	open = json_object();
+	for (int c = 0; c < RECON_CLASS__COUNT; c++)
+		json_object_set_new(open, recon_class_name((enum recon_class)c), json_integer(0));
+	if (sqlite3_prepare_v2(db,
+			       "SELECT class, count(*) FROM differences WHERE job = ? AND "
+			       "resolved_at_ms IS NULL GROUP BY class",
+			       -1, &q, NULL) != SQLITE_OK) {
+		json_decref(open);
+		code = db_fail(db, "cannot read differences");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	while (sqlite3_step(q) == SQLITE_ROW)
+		json_object_set_new(open, (const char *)sqlite3_column_text(q, 0),
+				    json_integer(sqlite3_column_int64(q, 1)));
+	json_object_set_new(out, "open_differences", open);
+
+	if (json) {
+		char *text = json_dumps(out, JSON_PRESERVE_ORDER | JSON_COMPACT);
+		printf("%s\n", text ? text : "{}");
+		free(text);
+	} else {
+		const char *mode;
+		json_t *m;
+		printf("job        %s\nstate      %s\n", job->name, job->state_path);
+		json_object_foreach(modes, mode, m) {
+			json_t *last = json_object_get(m, "last_run");
+			json_t *wm = json_object_get(m, "watermark");
+			json_t *ls = json_object_get(m, "last_success");
+			json_t *e = json_object_get(last, "error");
+			printf("%-4s       watermark %s, last success %s\n", mode,
+			       json_is_string(wm) ? json_string_value(wm) : "none",
+			       json_is_string(ls) ? json_string_value(ls) : "never");
+			printf("           last run %lld (%s%s) for %s: %lld upstream, %lld local, "
+			       "%lld rejected, %lld differences\n",
+			       (long long)json_integer_value(json_object_get(last, "run_id")),
+			       json_string_value(json_object_get(last, "outcome")),
+			       json_is_true(json_object_get(last, "dry_run")) ? ", dry run" : "",
+			       json_string_value(json_object_get(last, "date")),
+			       (long long)json_integer_value(json_object_get(last, "rows_upstream")),
+			       (long long)json_integer_value(json_object_get(last, "rows_local")),
+			       (long long)json_integer_value(json_object_get(last, "rows_rejected")),
+			       (long long)json_integer_value(json_object_get(last, "differences")));
+			if (json_is_string(e))
+				printf("           error: %s\n", json_string_value(e));
+			for (int i = 0; i < 3; i++) {
+				static const char *const names[] = {"upstream_sha256",
+								    "local_sha256", "config_sha256"};
+				json_t *h = json_object_get(last, names[i]);
+				if (json_is_string(h))
+					printf("           %-15s %s\n", names[i], json_string_value(h));
+			}
+		}
+		printf("open       ");
+		for (int c = 0; c < RECON_CLASS__COUNT; c++)
+			printf("%s %lld%s", recon_class_name((enum recon_class)c),
+			       (long long)json_integer_value(
+				   json_object_get(open, recon_class_name((enum recon_class)c))),
+			       c + 1 < RECON_CLASS__COUNT ? ", " : "\n");
+	}
+	if (fflush(stdout) != 0)
+		code = 1;
+out:
+	sqlite3_finalize(q);
+	json_decref(out);
+	recon_state_close(st);
+	recon_job_free(job);
+	return code;
+}

@@ -1,0 +1,259 @@
+/*
+ * recon run / recon rerun: plan the windows, run each, print a summary (or
+ * one JSON object per window), and map the outcome to the exit code.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "recon_cmd.h"
+#include "recon_compare.h"
+#include "recon_job.h"
+#include "recon_log.h"
+#include "recon_run.h"
+#include "recon_state.h"
+#include "recon_time.h"
+
+static const char run_usage[] =
+    "usage: recon run --job FILE [--mode t1|hot] [--date YYYY-MM-DD] [--dry-run] [--json] "
+    "[--quiet]\n"
+    "\n"
+    "Reconciles one window: t1 (default) is a business day in the job's time zone,\n"
+    "yesterday unless --date says otherwise. --dry-run compares and reports but takes\n"
+    "no action and moves no watermark. --json prints one object per window.\n"
+    "Exit: 0 success (differences are results), 65 bad input, 69 source unavailable,\n"
+    "75 another run holds the lock, 78 bad job file, 1 anything else.\n";
+
+static const char rerun_usage[] =
+    "usage: recon rerun --job FILE --from YYYY-MM-DD --to YYYY-MM-DD [--dry-run] [--json] "
+    "[--quiet]\n"
+    "\n"
+    "Recomputes each business day from --from to --to (inclusive). Differences are\n"
+    "upserted; the watermark never moves backwards.\n";
+
+static void print_json(const struct recon_ctx *ctx, const struct recon_run_summary *s)
+{
+	json_t *o = json_object(), *w = json_object(), *rows = json_object(), *d = json_object();
+	char start[40], end[40], date[16];
+	char *text;
+
+	recon_time_format_utc(s->win.start, start, sizeof(start));
+	recon_time_format_utc(s->win.end, end, sizeof(end));
+	recon_date_format(s->win.day, date, sizeof(date));
+	json_object_set_new(o, "run_id", s->run_id ? json_integer(s->run_id) : json_null());
+	json_object_set_new(o, "job", json_string(ctx->job->name));
+	json_object_set_new(o, "mode", json_string(recon_mode_name(ctx->mode)));
+	json_object_set_new(w, "start", json_string(start));
+	json_object_set_new(w, "end", json_string(end));
+	json_object_set_new(w, "date", json_string(date));
+	json_object_set_new(o, "window", w);
+	json_object_set_new(rows, "upstream", json_integer((json_int_t)s->rows_read[0]));
+	json_object_set_new(rows, "local", json_integer((json_int_t)s->rows_read[1]));
+	json_object_set_new(rows, "rejected",
+			    json_integer((json_int_t)(s->rows_rejected[0] + s->rows_rejected[1])));
+	json_object_set_new(rows, "skipped", json_integer((json_int_t)s->rows_skipped));
+	json_object_set_new(rows, "compared", json_integer((json_int_t)(s->counts.rows_owned[0] +
+									 s->counts.rows_owned[1])));
+	json_object_set_new(rows, "other_window",
+			    json_integer((json_int_t)(s->counts.rows_other[0] +
+						      s->counts.rows_other[1])));
+	json_object_set_new(o, "rows", rows);
+	for (int c = 0; c < RECON_CLASS__COUNT; c++)
+		json_object_set_new(d, recon_class_name((enum recon_class)c),
+				    json_integer((json_int_t)s->counts.classes[c]));
+	json_object_set_new(o, "differences", d);
+	json_object_set_new(o, "matched", json_integer((json_int_t)s->counts.matched));
+	json_object_set_new(o, "resolved", json_integer((json_int_t)s->resolved));
+	json_object_set_new(o, "actions", json_object());
+	json_object_set_new(o, "dry_run", json_boolean(ctx->dry_run));
+	json_object_set_new(o, "outcome", json_string(s->success ? "success" : "failed"));
+	if (!s->success)
+		json_object_set_new(o, "error", json_string(s->error));
+	text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	if (text)
+		printf("%s\n", text);
+	free(text);
+	json_decref(o);
+}
+
+static void print_side(const char *name, uint64_t read, uint64_t compared, uint64_t skipped,
+		       uint64_t rejected, uint64_t other, uint64_t looked_up)
+{
+	printf("  %-8s %8" PRIu64 " read: %" PRIu64 " compared, %" PRIu64 " rejected", name, read,
+	       compared, rejected);
+	if (skipped)
+		printf(", %" PRIu64 " keyless skipped", skipped);
+	if (other)
+		printf(", %" PRIu64 " owned by a neighbouring window", other);
+	if (looked_up)
+		printf(" (%" PRIu64 " keys looked up beyond the window)", looked_up);
+	printf("\n");
+}
+
+static void print_text(const struct recon_ctx *ctx, const struct recon_run_summary *s)
+{
+	char start[40], end[40], date[16];
+	const struct recon_compare_counts *c = &s->counts;
+	uint64_t total = 0;
+
+	recon_time_format_utc(s->win.start, start, sizeof(start));
+	recon_time_format_utc(s->win.end, end, sizeof(end));
+	recon_date_format(s->win.day, date, sizeof(date));
+	printf("recon %s: job '%s', %s window %s [%s, %s)%s\n",
+	       s->success ? "run" : "run FAILED", ctx->job->name, recon_mode_name(ctx->mode),
+	       date, start, end, ctx->dry_run ? ", dry run" : "");
+	if (s->run_id)
+		printf("  run id   %" PRId64 "\n", s->run_id);
+	printf("rows\n");
+	print_side("upstream", s->rows_read[0], c->rows_owned[0], s->rows_skipped,
+		   s->rows_rejected[0], c->rows_other[0], s->lookups[0]);
+	print_side("local", s->rows_read[1], c->rows_owned[1], 0, s->rows_rejected[1],
+		   c->rows_other[1], s->lookups[1]);
+	for (int k = 0; k < RECON_CLASS__COUNT; k++)
+		total += c->classes[k];
+	printf("keys       %" PRIu64 " compared: %" PRIu64 " matched", c->keys_owned, c->matched);
+	if (c->in_flight)
+		printf(" (%" PRIu64 " in flight)", c->in_flight);
+	printf(", %" PRIu64 " different\n", total);
+	printf("differences");
+	for (int k = 0; k < RECON_CLASS__COUNT; k++)
+		printf(" %s %" PRIu64 "%s", recon_class_name((enum recon_class)k), c->classes[k],
+		       k + 1 < RECON_CLASS__COUNT ? "," : "\n");
+	if (s->resolved)
+		printf("resolved   %" PRIu64 " earlier difference%s now matched\n", s->resolved,
+		       s->resolved == 1 ? "" : "s");
+	if (s->success)
+		printf("outcome    success%s\n",
+		       ctx->dry_run ? " (dry run: no action taken, watermark not moved)" : "");
+	else
+		printf("outcome    failed: %s\n", s->error);
+	fflush(stdout);
+}
+
+/* One window: lock already held. Returns the exit code. */
+static int one_window(const struct recon_ctx *ctx, struct recon_state *st,
+		      const struct recon_window *win, bool json)
+{
+	struct recon_run_summary sum;
+	struct recon_err err;
+	int rc;
+
+	recon_err_init(&err);
+	rc = recon_run_window(ctx, st, win, &sum, &err);
+	if (json)
+		print_json(ctx, &sum);
+	else if (!ctx->quiet || rc < 0)
+		print_text(ctx, &sum);
+	if (rc < 0) {
+		recon_log(RECON_LOG_ERROR, "%s", sum.error);
+		return sum.exit_code ? sum.exit_code : 1;
+	}
+	return 0;
+}
+
+static int fail(const struct recon_err *err)
+{
+	char buf[512];
+
+	recon_log(RECON_LOG_ERROR, "%s", recon_err_str(err, buf, sizeof(buf)));
+	return recon_err_exit_code(err->code);
+}
+
+int recon_cmd_run(int argc, char **argv)
+{
+	const bool rerun = !strcmp(argv[0], "rerun");
+	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL;
+	bool dry_run = false, json = false, quiet = false, help = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL},	{"mode", true, &mode, NULL},
+	    {"date", true, &date, NULL},	{"from", true, &from, NULL},
+	    {"to", true, &to, NULL},		{"dry-run", false, NULL, &dry_run},
+	    {"json", false, NULL, &json},	{"quiet", false, NULL, &quiet},
+	    {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_ctx ctx = {0};
+	struct recon_err err;
+	struct recon_window win;
+	int64_t day, first, last;
+	int lock = -1, code = 0;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0) {
+		fputs(rerun ? rerun_usage : run_usage, stderr);
+		return 64;
+	}
+	if (help) {
+		fputs(rerun ? rerun_usage : run_usage, stdout);
+		return 0;
+	}
+	if (quiet)
+		recon_log_set_level(RECON_LOG_WARN);
+	if (!job_path || (rerun && (!from || !to || date || mode)) ||
+	    (!rerun && (from || to))) {
+		fputs(rerun ? rerun_usage : run_usage, stderr);
+		return 64;
+	}
+	if (mode && strcmp(mode, "t1") && strcmp(mode, "hot")) {
+		fprintf(stderr, "recon run: unknown mode '%s' (t1 or hot)\n", mode);
+		return 64;
+	}
+	if (mode && !strcmp(mode, "hot")) {
+		fprintf(stderr, "recon run: --mode hot is not available in this build yet; "
+				"use t1\n");
+		return 64;
+	}
+	if (recon_job_load(&job, job_path, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	ctx.job = job;
+	ctx.mode = RECON_MODE_T1;
+	ctx.dry_run = dry_run;
+	ctx.quiet = quiet;
+	if (recon_time_now(&ctx.now, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	if (rerun) {
+		if (recon_date_parse(from, &first, &err) < 0 || recon_date_parse(to, &last, &err) < 0) {
+			code = 64;
+			fail(&err);
+			goto out;
+		}
+		if (last < first) {
+			fprintf(stderr, "recon rerun: --to %s is before --from %s\n", to, from);
+			code = 64;
+			goto out;
+		}
+	} else if (date) {
+		if (recon_date_parse(date, &first, &err) < 0) {
+			code = 64;
+			fail(&err);
+			goto out;
+		}
+		last = first;
+	} else {
+		first = last = recon_tz_day_of(job->tz, ctx.now) - 1; /* yesterday */
+	}
+	if (recon_state_open(&st, job->state_path, true, &err) < 0 ||
+	    recon_state_lock(job->state_path, job->name, ctx.now, &lock, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	for (day = first; day <= last; day++) {
+		recon_run_day_window(job, day, &win);
+		code = one_window(&ctx, st, &win, json);
+		if (code)
+			break; /* a failed day stops the range: later days wait for it */
+	}
+out:
+	recon_state_unlock(lock);
+	recon_state_close(st);
+	recon_job_free(job);
+	return code;
+}

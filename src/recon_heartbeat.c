@@ -1,0 +1,230 @@
+#include "recon_heartbeat.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "recon_buf.h"
+#include "recon_compare.h"
+#include "recon_mem.h"
+#include "recon_state.h"
+
+/* ms -> "S.mmm" seconds, exactly. */
+static void add_seconds(struct recon_buf *b, int64_t ms)
+{
+	const char *sign = ms < 0 ? "-" : "";
+	uint64_t u = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
+
+	recon_buf_addf(b, "%s%" PRIu64 ".%03" PRIu64, sign, u / 1000, u % 1000);
+}
+
+/* Label values: backslash, quote and newline escaped (Prometheus text format). */
+static void add_label(struct recon_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			recon_buf_addc(b, '\\');
+		if (*s == '\n') {
+			recon_buf_adds(b, "\\n");
+			continue;
+		}
+		recon_buf_addc(b, *s);
+	}
+}
+
+static void head(struct recon_buf *b, const char *name, const char *type, const char *help)
+{
+	recon_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void series(struct recon_buf *b, const char *name, const char *job, const char *mode,
+		   const char *extra_k, const char *extra_v)
+{
+	recon_buf_addf(b, "%s{job=\"", name);
+	add_label(b, job);
+	recon_buf_addf(b, "\",mode=\"%s\"", mode);
+	if (extra_k) {
+		recon_buf_addf(b, ",%s=\"", extra_k);
+		add_label(b, extra_v);
+		recon_buf_addc(b, '"');
+	}
+	recon_buf_adds(b, "} ");
+}
+
+struct mode_stats {
+	char mode[8];
+	int64_t last_success, watermark, duration;
+	int64_t rows_total[2];
+	int64_t classes[RECON_CLASS__COUNT];
+	int64_t rejects;
+};
+
+static int load(sqlite3 *db, const char *job, struct mode_stats **out, size_t *n,
+		struct recon_err *err)
+{
+	/* one row per mode that has succeeded at least once */
+	static const char sql[] =
+	    "SELECT h.mode, h.last_success_ms, coalesce(w.reconciled_until_ms, 0), h.duration_ms, "
+	    " (SELECT coalesce(sum(rows_upstream), 0) FROM runs r WHERE r.job = h.job AND "
+	    "  r.mode = h.mode AND r.outcome = 'success' AND r.dry_run = 0), "
+	    " (SELECT coalesce(sum(rows_local), 0) FROM runs r WHERE r.job = h.job AND "
+	    "  r.mode = h.mode AND r.outcome = 'success' AND r.dry_run = 0), "
+	    " l.n_missing, l.n_extra, l.n_stuck, l.n_amount_mismatch, l.n_status_mismatch, "
+	    " l.n_duplicate, l.rows_rejected "
+	    "FROM heartbeats h JOIN runs l ON l.id = h.run_id "
+	    "LEFT JOIN watermarks w ON w.job = h.job AND w.mode = h.mode "
+	    "WHERE h.job = ? ORDER BY h.mode";
+	sqlite3_stmt *q = NULL;
+	struct mode_stats *v = NULL;
+	size_t cnt = 0, alloc = 0;
+	int s, rc = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read heartbeat data: %s",
+				   sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		struct mode_stats *m;
+		recon_grow((void **)&v, &alloc, cnt + 1, sizeof(*v));
+		m = &v[cnt++];
+		memset(m, 0, sizeof(*m));
+		snprintf(m->mode, sizeof(m->mode), "%s", (const char *)sqlite3_column_text(q, 0));
+		m->last_success = sqlite3_column_int64(q, 1);
+		m->watermark = sqlite3_column_int64(q, 2);
+		m->duration = sqlite3_column_int64(q, 3);
+		m->rows_total[0] = sqlite3_column_int64(q, 4);
+		m->rows_total[1] = sqlite3_column_int64(q, 5);
+		for (int c = 0; c < RECON_CLASS__COUNT; c++)
+			m->classes[c] = sqlite3_column_int64(q, 6 + c);
+		m->rejects = sqlite3_column_int64(q, 6 + RECON_CLASS__COUNT);
+	}
+	if (s != SQLITE_DONE)
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read heartbeat data: %s",
+				   sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(q);
+	if (rc < 0) {
+		free(v);
+		v = NULL;
+		cnt = 0;
+	}
+	*out = v;
+	*n = cnt;
+	return rc;
+}
+
+static void render(struct recon_buf *b, const char *job, const struct mode_stats *m, size_t n)
+{
+	head(b, "recon_last_success_timestamp_seconds", "gauge",
+	     "Unix time of the job's last successful run.");
+	for (size_t i = 0; i < n; i++) {
+		series(b, "recon_last_success_timestamp_seconds", job, m[i].mode, NULL, NULL);
+		add_seconds(b, m[i].last_success);
+		recon_buf_addc(b, '\n');
+	}
+	head(b, "recon_watermark_timestamp_seconds", "gauge",
+	     "End of the last window fully reconciled (compare and actions committed).");
+	for (size_t i = 0; i < n; i++) {
+		series(b, "recon_watermark_timestamp_seconds", job, m[i].mode, NULL, NULL);
+		add_seconds(b, m[i].watermark);
+		recon_buf_addc(b, '\n');
+	}
+	head(b, "recon_run_duration_seconds", "gauge", "Wall time of the last successful run.");
+	for (size_t i = 0; i < n; i++) {
+		series(b, "recon_run_duration_seconds", job, m[i].mode, NULL, NULL);
+		add_seconds(b, m[i].duration);
+		recon_buf_addc(b, '\n');
+	}
+	head(b, "recon_rows_read_total", "counter", "Rows read by successful runs, per side.");
+	for (size_t i = 0; i < n; i++) {
+		for (int s = 0; s < 2; s++) {
+			series(b, "recon_rows_read_total", job, m[i].mode, "side",
+			       s ? "local" : "upstream");
+			recon_buf_addf(b, "%" PRId64 "\n", m[i].rows_total[s]);
+		}
+	}
+	head(b, "recon_differences", "gauge", "Differences found by the last successful run.");
+	for (size_t i = 0; i < n; i++) {
+		for (int c = 0; c < RECON_CLASS__COUNT; c++) {
+			series(b, "recon_differences", job, m[i].mode, "class",
+			       recon_class_name((enum recon_class)c));
+			recon_buf_addf(b, "%" PRId64 "\n", m[i].classes[c]);
+		}
+	}
+	head(b, "recon_rejects", "gauge", "Rows rejected by the last successful run.");
+	for (size_t i = 0; i < n; i++) {
+		series(b, "recon_rejects", job, m[i].mode, NULL, NULL);
+		recon_buf_addf(b, "%" PRId64 "\n", m[i].rejects);
+	}
+}
+
+static int write_atomic(const char *path, const struct recon_buf *b, struct recon_err *err)
+{
+	struct recon_buf tmp;
+	int fd = -1, rc = 0;
+	size_t off = 0;
+
+	recon_buf_init(&tmp);
+	recon_buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s", tmp.s,
+				   strerror(errno));
+		goto out;
+	}
+	while (off < b->len) {
+		ssize_t w = write(fd, b->s + off, b->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s",
+					   tmp.s, strerror(errno));
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot sync heartbeat '%s': %s", tmp.s,
+				   strerror(errno));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	if (rename(tmp.s, path) < 0)
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot rename '%s' to '%s': %s", tmp.s,
+				   path, strerror(errno));
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		unlink(tmp.s);
+	recon_buf_release(&tmp);
+	return rc;
+}
+
+int recon_heartbeat_write(struct recon_state *st, const char *job, const char *path,
+			  struct recon_err *err)
+{
+	struct mode_stats *m = NULL;
+	size_t n = 0;
+	struct recon_buf b;
+	int rc;
+
+	recon_buf_init(&b);
+	if ((rc = load(recon_state_db(st), job, &m, &n, err)) < 0)
+		goto out;
+	render(&b, job, m, n);
+	rc = write_atomic(path, &b, err);
+out:
+	free(m);
+	recon_buf_release(&b);
+	return rc;
+}

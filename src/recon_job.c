@@ -1,0 +1,1147 @@
+#include "recon_job.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "recon_buf.h"
+#include "recon_mem.h"
+#include "recon_money.h"
+#include "recon_time.h"
+
+static const char *const col_names[RECON_COL__COUNT] = {
+    [RECON_COL_KEY0] = "key",
+    [RECON_COL_KEY1] = "key[1]",
+    [RECON_COL_KEY2] = "key[2]",
+    [RECON_COL_KEY3] = "key[3]",
+    [RECON_COL_AMOUNT] = "amount",
+    [RECON_COL_AMOUNT_MINOR] = "amount_minor",
+    [RECON_COL_REFUND_AMOUNT] = "refund_amount",
+    [RECON_COL_CURRENCY] = "currency",
+    [RECON_COL_STATUS] = "status",
+    [RECON_COL_TIME] = "time",
+    [RECON_COL_TXN_ID] = "txn_id",
+    [RECON_COL_REFUND_ID] = "refund_id",
+    [RECON_COL_ENTRY_TYPE] = "entry_type",
+};
+
+const char *recon_col_name(enum recon_col col)
+{
+	return (unsigned)col < RECON_COL__COUNT ? col_names[col] : "?";
+}
+
+const char *recon_status_name(enum recon_status st)
+{
+	static const char *const names[] = {"success", "refunded", "closed", "pending"};
+
+	return (unsigned)st < RECON_ST__COUNT ? names[st] : "?";
+}
+
+const char *recon_kind_name(enum recon_kind kind)
+{
+	static const char *const names[] = {"csv", "sqlite", "postgres", "mysql"};
+
+	return (unsigned)kind < 4 ? names[kind] : "?";
+}
+
+int recon_map_get(const struct recon_map *m, const char *s, size_t len)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].len == len && !memcmp(m->v[i].word, s, len))
+			return m->v[i].value;
+	return -1;
+}
+
+bool recon_job_ident_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (; s[n]; n++)
+		if (!(isalnum((unsigned char)s[n]) || s[n] == '_' || s[n] == '$'))
+			return false;
+	return n <= RECON_NAME_MAX;
+}
+
+char *recon_job_expand_path(const char *tmpl, int64_t day)
+{
+	struct recon_buf b;
+	char date[16];
+	const char *p = tmpl;
+
+	recon_date_format(day, date, sizeof(date));
+	recon_buf_init(&b);
+	while (*p) {
+		if (!strncmp(p, "{date}", 6)) {
+			recon_buf_adds(&b, date);
+			p += 6;
+		} else if (!strncmp(p, "{yyyymmdd}", 10)) {
+			recon_buf_add(&b, date, 4);
+			recon_buf_add(&b, date + 5, 2);
+			recon_buf_add(&b, date + 8, 2);
+			p += 10;
+		} else {
+			recon_buf_addc(&b, *p++);
+		}
+	}
+	return recon_buf_detach(&b);
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+#define PATH_MAX_DEPTH 6
+
+/* Loader state: the file being read and the key path being validated, for messages. */
+struct loader {
+	const char *file;
+	const char *text; /* the file's text, to find the line a key stands on */
+	const char *path[PATH_MAX_DEPTH];
+	int depth;
+	struct recon_err *err;
+};
+
+/* Line of the current key path: each component searched after the previous one. */
+static int key_line(const struct loader *L)
+{
+	const char *p = L->text;
+	int line = 0;
+
+	for (int i = 0; i < L->depth && p; i++) {
+		size_t n = strlen(L->path[i]);
+		const char *q = p;
+		const char *hit = NULL;
+		while ((q = strchr(q, '"')) != NULL) {
+			if (!strncmp(q + 1, L->path[i], n) && q[1 + n] == '"') {
+				const char *r = q + 2 + n;
+				while (*r == ' ' || *r == '\t' || *r == '\r' || *r == '\n')
+					r++;
+				if (*r == ':') {
+					hit = q;
+					break;
+				}
+			}
+			q++;
+		}
+		if (!hit)
+			break;
+		p = hit + 1;
+		line = 1;
+		for (const char *c = L->text; c < hit; c++)
+			line += *c == '\n';
+	}
+	return line;
+}
+
+static int lerr(struct loader *L, const char *fmt, ...) RECON_PRINTF(2, 3);
+static int lerr(struct loader *L, const char *fmt, ...)
+{
+	char where[160], keys[96];
+	size_t used = 0;
+	va_list ap;
+	int line = key_line(L);
+
+	keys[0] = '\0';
+	for (int i = 0; i < L->depth && used < sizeof(keys); i++) {
+		int n = snprintf(keys + used, sizeof(keys) - used, "%s%s", i ? "." : "",
+				 L->path[i]);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (line > 0)
+		snprintf(where, sizeof(where), "%s:%d: '%s'", L->file, line, keys);
+	else if (L->depth)
+		snprintf(where, sizeof(where), "%s: '%s'", L->file, keys);
+	else
+		snprintf(where, sizeof(where), "%s", L->file);
+	va_start(ap, fmt);
+	recon_err_setv(L->err, RECON_ECONFIG, where, fmt, ap);
+	va_end(ap);
+	return RECON_ECONFIG;
+}
+
+static void push(struct loader *L, const char *key)
+{
+	if (L->depth < PATH_MAX_DEPTH)
+		L->path[L->depth] = key;
+	L->depth++;
+}
+
+static void pop(struct loader *L)
+{
+	L->depth--;
+}
+
+/* Every key of obj must be in allowed (NULL-terminated). */
+static int check_keys(struct loader *L, json_t *obj, const char *const *allowed)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(obj, k, v) {
+		size_t i;
+		(void)v;
+		for (i = 0; allowed[i]; i++)
+			if (!strcmp(k, allowed[i]))
+				break;
+		if (!allowed[i]) {
+			int rc;
+			push(L, k);
+			rc = lerr(L, "unknown key");
+			pop(L);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Optional string member; *out is a fresh copy, or untouched when absent. */
+static int get_str(struct loader *L, json_t *obj, const char *key, char **out)
+{
+	json_t *v = json_object_get(obj, key);
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	if (!json_is_string(v)) {
+		rc = lerr(L, "expected a string");
+	} else if (json_string_length(v) == 0 || strlen(json_string_value(v)) != json_string_length(v)) {
+		rc = lerr(L, "must be a non-empty string without NUL characters");
+	} else {
+		free(*out);
+		*out = recon_xstrdup(json_string_value(v));
+	}
+	pop(L);
+	return rc;
+}
+
+static int get_bool(struct loader *L, json_t *obj, const char *key, bool *out)
+{
+	json_t *v = json_object_get(obj, key);
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	if (!json_is_boolean(v))
+		rc = lerr(L, "expected true or false");
+	else
+		*out = json_is_true(v);
+	pop(L);
+	return rc;
+}
+
+/* A non-negative integer: a JSON integer or a string of digits, never a real. */
+static int get_count(struct loader *L, json_t *obj, const char *key, int64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	int rc = 0;
+	struct recon_err e;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	recon_err_init(&e);
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = json_integer_value(v);
+	} else if (json_is_string(v) &&
+		   recon_money_parse(json_string_value(v), json_string_length(v), 0,
+				     RECON_MONEY_MINOR, out, &e) == 0 &&
+		   *out >= 0) {
+		;
+	} else {
+		rc = lerr(L, "expected a non-negative integer (not a real number)");
+	}
+	pop(L);
+	return rc;
+}
+
+static int get_duration(struct loader *L, json_t *obj, const char *key, int64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	struct recon_err e;
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	recon_err_init(&e);
+	if (!json_is_string(v))
+		rc = lerr(L, "expected a duration string such as \"5m\"");
+	else if (recon_duration_parse(json_string_value(v), out, &e) < 0)
+		rc = lerr(L, "%s", e.msg);
+	pop(L);
+	return rc;
+}
+
+/* A single character (delimiter, quote); "" means none (quote only). */
+static int get_char(struct loader *L, json_t *obj, const char *key, bool allow_none, char *out)
+{
+	json_t *v = json_object_get(obj, key);
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	if (!json_is_string(v)) {
+		rc = lerr(L, "expected a one-character string");
+	} else if (json_string_length(v) == 0 && allow_none) {
+		*out = '\0';
+	} else if (!strcmp(json_string_value(v), "\\t")) {
+		*out = '\t';
+	} else if (json_string_length(v) != 1 || (unsigned char)json_string_value(v)[0] >= 0x80 ||
+		   json_string_value(v)[0] == '\n' || json_string_value(v)[0] == '\r') {
+		rc = lerr(L, "expected exactly one ASCII character");
+	} else {
+		*out = json_string_value(v)[0];
+	}
+	pop(L);
+	return rc;
+}
+
+static void free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+/* Array of non-empty strings -> NULL-terminated vector (replaces *out). */
+static int get_strv(struct loader *L, json_t *obj, const char *key, char ***out)
+{
+	json_t *v = json_object_get(obj, key), *e;
+	size_t i;
+	char **vec;
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	if (!json_is_array(v)) {
+		rc = lerr(L, "expected an array of strings");
+		goto out;
+	}
+	vec = recon_xcalloc(json_array_size(v) + 1, sizeof(*vec));
+	json_array_foreach(v, i, e) {
+		if (!json_is_string(e) || !json_string_length(e)) {
+			free_strv(vec);
+			rc = lerr(L, "element %zu: expected a non-empty string", i);
+			goto out;
+		}
+		vec[i] = recon_xstrdup(json_string_value(e));
+	}
+	free_strv(*out);
+	*out = vec;
+out:
+	pop(L);
+	return rc;
+}
+
+static void map_release(struct recon_map *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].word);
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+static void map_put(struct recon_map *m, const char *word, int value)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (!strcmp(m->v[i].word, word)) {
+			m->v[i].value = value;
+			return;
+		}
+	}
+	m->v = recon_xrealloc(m->v, recon_st_mult(m->n + 1, sizeof(*m->v)));
+	m->v[m->n].word = recon_xstrdup(word);
+	m->v[m->n].len = strlen(word);
+	m->v[m->n].value = value;
+	m->n++;
+}
+
+/* {"WORD": "name", ...} with names from `names` (count n) merged into m. */
+static int get_map(struct loader *L, json_t *obj, const char *key, const char *const *names,
+		   int n, struct recon_map *m)
+{
+	json_t *v = json_object_get(obj, key), *e;
+	const char *word;
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	if (!json_is_object(v)) {
+		rc = lerr(L, "expected an object mapping words to names");
+		goto out;
+	}
+	json_object_foreach(v, word, e) {
+		int i;
+		push(L, word);
+		if (!json_is_string(e)) {
+			rc = lerr(L, "expected a string");
+			pop(L);
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			if (!strcmp(json_string_value(e), names[i]))
+				break;
+		if (i == n) {
+			char list[128] = "";
+			for (int j = 0; j < n; j++) {
+				strncat(list, j ? ", " : "", sizeof(list) - strlen(list) - 1);
+				strncat(list, names[j], sizeof(list) - strlen(list) - 1);
+			}
+			rc = lerr(L, "unknown value '%s' (expected one of %s)", json_string_value(e),
+				  list);
+			pop(L);
+			goto out;
+		}
+		map_put(m, word, i);
+		pop(L);
+	}
+out:
+	pop(L);
+	return rc;
+}
+
+static const char *const status_names[] = {"success", "refunded", "closed", "pending"};
+static const char *const entry_names[] = {"payment", "refund", "revoke", "keyless", "ignore"};
+
+/* "columns": role -> column name; "key" may be an array (composite key). */
+static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool sql)
+{
+	json_t *cols = json_object_get(obj, "columns"), *v;
+	const char *role;
+	int rc = 0;
+
+	if (!cols)
+		return 0;
+	push(L, "columns");
+	if (!json_is_object(cols)) {
+		rc = lerr(L, "expected an object mapping roles to column names");
+		goto out;
+	}
+	json_object_foreach(cols, role, v) {
+		int c;
+		push(L, role);
+		if (!strcmp(role, "key") && json_is_array(v)) {
+			size_t i, n = json_array_size(v);
+			json_t *e;
+			if (n < 1 || n > RECON_KEY_PARTS_MAX) {
+				rc = lerr(L, "a composite key has 1 to %d columns", RECON_KEY_PARTS_MAX);
+				pop(L);
+				goto out;
+			}
+			for (i = 0; i < RECON_KEY_PARTS_MAX; i++) {
+				free(s->cols[RECON_COL_KEY0 + i]);
+				s->cols[RECON_COL_KEY0 + i] = NULL;
+			}
+			json_array_foreach(v, i, e) {
+				if (!json_is_string(e) || !json_string_length(e) ||
+				    (sql && !recon_job_ident_ok(json_string_value(e)))) {
+					rc = lerr(L, "element %zu: expected a%s column name", i,
+						  sql ? " valid SQL" : "");
+					pop(L);
+					goto out;
+				}
+				s->cols[RECON_COL_KEY0 + i] = recon_xstrdup(json_string_value(e));
+			}
+			s->nkey = (unsigned)n;
+			pop(L);
+			continue;
+		}
+		for (c = 0; c < RECON_COL__COUNT; c++)
+			if (!strcmp(role, col_names[c]) && (c < RECON_COL_KEY1 || c > RECON_COL_KEY3))
+				break;
+		if (c == RECON_COL__COUNT) {
+			rc = lerr(L, "unknown column role (expected key, amount, amount_minor, "
+				     "refund_amount, currency, status, time, txn_id, refund_id, "
+				     "entry_type)");
+			pop(L);
+			goto out;
+		}
+		if (json_is_null(v)) { /* a job may unmap a profile's column */
+			free(s->cols[c]);
+			s->cols[c] = NULL;
+		} else if (!json_is_string(v) || !json_string_length(v)) {
+			rc = lerr(L, "expected a column name");
+			pop(L);
+			goto out;
+		} else if (sql && !recon_job_ident_ok(json_string_value(v))) {
+			rc = lerr(L, "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, "
+				     "at most %d characters)", json_string_value(v), RECON_NAME_MAX);
+			pop(L);
+			goto out;
+		} else {
+			free(s->cols[c]);
+			s->cols[c] = recon_xstrdup(json_string_value(v));
+			if (c == RECON_COL_KEY0) {
+				for (int i = 1; i < RECON_KEY_PARTS_MAX; i++) {
+					free(s->cols[RECON_COL_KEY0 + i]);
+					s->cols[RECON_COL_KEY0 + i] = NULL;
+				}
+				s->nkey = 1;
+			}
+		}
+		pop(L);
+	}
+	if (s->cols[RECON_COL_AMOUNT] && s->cols[RECON_COL_AMOUNT_MINOR]) {
+		rc = lerr(L, "map either 'amount' (decimal) or 'amount_minor' (integer), not both");
+		goto out;
+	}
+out:
+	pop(L);
+	return rc;
+}
+
+static const char *const csv_keys[] = {
+    "description", "encoding",	 "delimiter",	    "quote",	     "header",
+    "skip_lines",  "strip",	 "comment_prefixes", "stop_prefixes", "columns",
+    "entry_types", "status_map", "currency",	    "timezone",	     "thousands",
+    NULL};
+
+/* The CSV layout keys, shared by profiles and inline sides. */
+static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
+{
+	int64_t skip = s->skip_lines;
+	bool thousands = (s->money_flags & RECON_MONEY_THOUSANDS) != 0;
+	int rc;
+
+	if ((rc = get_str(L, obj, "encoding", &s->encoding)) < 0 ||
+	    (rc = get_char(L, obj, "delimiter", false, &s->delimiter)) < 0 ||
+	    (rc = get_char(L, obj, "quote", true, &s->quote)) < 0 ||
+	    (rc = get_bool(L, obj, "header", &s->header)) < 0 ||
+	    (rc = get_count(L, obj, "skip_lines", &skip)) < 0 ||
+	    (rc = get_str(L, obj, "strip", &s->strip)) < 0 ||
+	    (rc = get_strv(L, obj, "comment_prefixes", &s->comment_prefixes)) < 0 ||
+	    (rc = get_strv(L, obj, "stop_prefixes", &s->stop_prefixes)) < 0 ||
+	    (rc = get_bool(L, obj, "thousands", &thousands)) < 0)
+		return rc;
+	if (skip > 1000) {
+		push(L, "skip_lines");
+		rc = lerr(L, "at most 1000 lines can be skipped");
+		pop(L);
+		return rc;
+	}
+	s->skip_lines = (unsigned)skip;
+	if (thousands)
+		s->money_flags |= RECON_MONEY_THOUSANDS;
+	else
+		s->money_flags &= ~RECON_MONEY_THOUSANDS;
+	return 0;
+}
+
+/* Common per-side keys that both profiles and sides may carry. */
+static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, bool sql)
+{
+	int rc;
+
+	if ((rc = get_columns(L, obj, s, sql)) < 0 ||
+	    (rc = get_map(L, obj, "status_map", status_names, RECON_ST__COUNT, &s->status_map)) < 0 ||
+	    (rc = get_map(L, obj, "entry_types", entry_names, 5, &s->entry_types)) < 0 ||
+	    (rc = get_str(L, obj, "currency", &s->currency)) < 0 ||
+	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0)
+		return rc;
+	return 0;
+}
+
+static char *path_join(const char *dir, const char *p)
+{
+	struct recon_buf b;
+
+	if (p[0] == '/' || !dir[0])
+		return recon_xstrdup(p);
+	recon_buf_init(&b);
+	recon_buf_addf(&b, "%s/%s", dir, p);
+	return recon_buf_detach(&b);
+}
+
+static char *slurp(const char *path, size_t *len, struct recon_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	struct recon_buf b;
+	char chunk[8192];
+	size_t n;
+
+	if (!f) {
+		recon_err_set(err, RECON_ECONFIG, NULL, "cannot open '%s': %s", path,
+			      strerror(errno));
+		return NULL;
+	}
+	recon_buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		recon_buf_add(&b, chunk, n);
+		if (b.len > (16u << 20)) {
+			fclose(f);
+			recon_buf_release(&b);
+			recon_err_set(err, RECON_ECONFIG, NULL, "'%s' is larger than 16 MiB", path);
+			return NULL;
+		}
+	}
+	if (ferror(f)) {
+		fclose(f);
+		recon_buf_release(&b);
+		recon_err_set(err, RECON_ECONFIG, NULL, "cannot read '%s': %s", path,
+			      strerror(errno));
+		return NULL;
+	}
+	fclose(f);
+	*len = b.len;
+	return recon_buf_detach(&b);
+}
+
+/* Parses JSON text strictly; a syntax error names file:line:column. */
+static json_t *parse_json(const char *file, const char *text, size_t len, struct recon_err *err)
+{
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	char where[160];
+
+	if (!root) {
+		snprintf(where, sizeof(where), "%s:%d:%d", file, je.line, je.column);
+		recon_err_set(err, RECON_ECONFIG, where, "%s", je.text);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		recon_err_set(err, RECON_ECONFIG, file, "expected a JSON object at the top");
+		return NULL;
+	}
+	return root;
+}
+
+static bool profile_name_ok(const char *s)
+{
+	if (!s[0] || strlen(s) > RECON_NAME_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
+			return false;
+	return s[0] != '.';
+}
+
+/* Finds rules/formats/<name>.json; returns a malloc'd path or NULL. */
+static char *find_profile(const char *jobdir, const char *name)
+{
+	const char *env = getenv("RECON_FORMATS_DIR");
+	const char *dirs[6];
+	size_t nd = 0;
+	struct recon_buf b;
+
+	if (env && env[0])
+		dirs[nd++] = env;
+	recon_buf_init(&b);
+	for (int i = 0; i < 4 + (int)nd; i++) {
+		const char *rel[] = {"formats", "../rules/formats", "../../rules/formats",
+				     "rules/formats"};
+		recon_buf_reset(&b);
+		if (i < (int)nd)
+			recon_buf_addf(&b, "%s/%s.json", dirs[i], name);
+		else
+			recon_buf_addf(&b, "%s%s%s/%s.json", jobdir, jobdir[0] ? "/" : "",
+				       rel[i - (int)nd], name);
+		if (access(b.s, R_OK) == 0)
+			return recon_buf_detach(&b);
+	}
+	recon_buf_reset(&b);
+	recon_buf_addf(&b, "%s/formats/%s.json", RECON_DATADIR, name);
+	if (access(b.s, R_OK) == 0)
+		return recon_buf_detach(&b);
+	recon_buf_release(&b);
+	return NULL;
+}
+
+static const char *const side_keys[] = {
+    "kind",	  "path",	"format",	    "table",	     "dsn_env",	  "columns",
+    "timezone",	  "currency",	"status_map",	    "entry_types",   "encoding", "delimiter",
+    "quote",	  "header",	"skip_lines",	    "strip",	     "comment_prefixes",
+    "stop_prefixes", "thousands", "description", NULL};
+
+static bool env_name_ok(const char *s)
+{
+	if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_'))
+			return false;
+	return strlen(s) <= RECON_NAME_MAX;
+}
+
+/* Reads a format profile into s (before the side's own keys override it). */
+static int load_profile(struct loader *outer, const char *jobdir, struct recon_side *s,
+			json_t **profile_out)
+{
+	char *path = NULL, *text = NULL;
+	size_t len = 0;
+	json_t *root = NULL;
+	struct loader L = {0};
+	int rc = 0;
+
+	push(outer, "format");
+	if (!profile_name_ok(s->format)) {
+		rc = lerr(outer, "invalid profile name '%s'", s->format);
+		goto out;
+	}
+	path = find_profile(jobdir, s->format);
+	if (!path) {
+		rc = lerr(outer, "unknown format profile '%s' (no %s.json in rules/formats)",
+			  s->format, s->format);
+		goto out;
+	}
+	text = slurp(path, &len, outer->err);
+	if (!text) {
+		rc = RECON_ECONFIG;
+		goto out;
+	}
+	root = parse_json(path, text, len, outer->err);
+	if (!root) {
+		rc = RECON_ECONFIG;
+		goto out;
+	}
+	L.file = path;
+	L.text = text;
+	L.err = outer->err;
+	if ((rc = check_keys(&L, root, csv_keys)) < 0 || (rc = get_csv_layout(&L, root, s)) < 0 ||
+	    (rc = get_side_common(&L, root, s, false)) < 0)
+		goto out;
+	*profile_out = json_incref(root);
+out:
+	pop(outer);
+	json_decref(root);
+	free(text);
+	free(path);
+	return rc;
+}
+
+static int load_side(struct loader *L, json_t *root, const char *name, const char *jobdir,
+		     struct recon_side *s, json_t **profile)
+{
+	json_t *obj = json_object_get(root, name);
+	char *kind = NULL;
+	bool sql;
+	int rc = 0;
+
+	s->role = name;
+	s->delimiter = ',';
+	s->quote = '"';
+	s->header = true;
+	push(L, name);
+	if (!obj) {
+		rc = lerr(L, "missing (an object describing the %s source)", name);
+		goto out;
+	}
+	if (!json_is_object(obj)) {
+		rc = lerr(L, "expected an object");
+		goto out;
+	}
+	if ((rc = check_keys(L, obj, side_keys)) < 0 || (rc = get_str(L, obj, "kind", &kind)) < 0)
+		goto out;
+	if (!kind) {
+		push(L, "kind");
+		rc = lerr(L, "missing (csv, sqlite, postgres or mysql)");
+		pop(L);
+		goto out;
+	}
+	for (int k = 0; k <= RECON_KIND_MYSQL; k++)
+		if (!strcmp(kind, recon_kind_name(k)))
+			s->kind = k, rc = 1;
+	if (rc != 1) {
+		push(L, "kind");
+		rc = lerr(L, "unknown source kind '%s' (csv, sqlite, postgres or mysql)", kind);
+		pop(L);
+		goto out;
+	}
+	rc = 0;
+	sql = s->kind != RECON_KIND_CSV;
+	if ((rc = get_str(L, obj, "format", &s->format)) < 0)
+		goto out;
+	if (s->format) {
+		if (sql) {
+			push(L, "format");
+			rc = lerr(L, "format profiles apply to csv sources only");
+			pop(L);
+			goto out;
+		}
+		if ((rc = load_profile(L, jobdir, s, profile)) < 0)
+			goto out;
+	}
+	if ((rc = get_csv_layout(L, obj, s)) < 0 || (rc = get_side_common(L, obj, s, sql)) < 0 ||
+	    (rc = get_str(L, obj, "path", &s->path)) < 0 ||
+	    (rc = get_str(L, obj, "table", &s->table)) < 0 ||
+	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
+		goto out;
+	if (sql) {
+		static const char *const csv_only[] = {"encoding",    "delimiter",	  "quote",
+						       "header",      "skip_lines",	  "strip",
+						       "comment_prefixes", "stop_prefixes", NULL};
+		for (int i = 0; csv_only[i]; i++) {
+			if (json_object_get(obj, csv_only[i])) {
+				push(L, csv_only[i]);
+				rc = lerr(L, "applies to csv sources only");
+				pop(L);
+				goto out;
+			}
+		}
+	}
+	/* kind-specific requirements */
+	if (s->kind == RECON_KIND_CSV || s->kind == RECON_KIND_SQLITE) {
+		if (!s->path) {
+			push(L, "path");
+			rc = lerr(L, "missing (the %s file)", s->kind == RECON_KIND_CSV
+								  ? "statement"
+								  : "SQLite database");
+			pop(L);
+			goto out;
+		}
+		char *abs = path_join(jobdir, s->path);
+		free(s->path);
+		s->path = abs;
+	} else if (s->path) {
+		push(L, "path");
+		rc = lerr(L, "a %s source takes 'dsn_env', not 'path'", kind);
+		pop(L);
+		goto out;
+	}
+	if (s->kind == RECON_KIND_POSTGRES || s->kind == RECON_KIND_MYSQL) {
+		push(L, "dsn_env");
+		if (!s->dsn_env)
+			rc = lerr(L, "missing (the environment variable holding the connection "
+				     "string)");
+		else if (!env_name_ok(s->dsn_env))
+			rc = lerr(L, "'%s' is not a valid environment variable name", s->dsn_env);
+		pop(L);
+		if (rc < 0)
+			goto out;
+	} else if (s->dsn_env) {
+		push(L, "dsn_env");
+		rc = lerr(L, "only postgres and mysql sources take a connection string");
+		pop(L);
+		goto out;
+	}
+	if (sql) {
+		push(L, "table");
+		if (!s->table)
+			rc = lerr(L, "missing (the table to read)");
+		else if (!recon_job_ident_ok(s->table))
+			rc = lerr(L, "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, at "
+				     "most %d characters)", s->table, RECON_NAME_MAX);
+		pop(L);
+		if (rc < 0)
+			goto out;
+	} else if (s->table) {
+		push(L, "table");
+		rc = lerr(L, "csv sources have no table");
+		pop(L);
+		goto out;
+	}
+	/* columns */
+	push(L, "columns");
+	if (!s->cols[RECON_COL_KEY0])
+		rc = lerr(L, "the 'key' role is not mapped");
+	else if (!s->cols[RECON_COL_AMOUNT] && !s->cols[RECON_COL_AMOUNT_MINOR])
+		rc = lerr(L, "map 'amount' (decimal) or 'amount_minor' (integer minor units)");
+	else if (!s->cols[RECON_COL_TIME])
+		rc = lerr(L, "the 'time' role is not mapped");
+	else if (!s->cols[RECON_COL_STATUS] && !s->cols[RECON_COL_ENTRY_TYPE])
+		rc = lerr(L, "map 'status' (or 'entry_type' with 'entry_types')");
+	else if (s->cols[RECON_COL_ENTRY_TYPE] && !s->entry_types.n)
+		rc = lerr(L, "'entry_type' is mapped but the side has no 'entry_types' map");
+	else if (s->cols[RECON_COL_REFUND_AMOUNT] && s->cols[RECON_COL_AMOUNT_MINOR])
+		rc = lerr(L, "'refund_amount' is decimal text: use it with 'amount', not "
+			     "'amount_minor'");
+	pop(L);
+	if (rc < 0)
+		goto out;
+	if (s->currency) {
+		push(L, "currency");
+		for (char *p = s->currency; *p; p++)
+			*p = (char)toupper((unsigned char)*p);
+		if (recon_money_exponent(s->currency) < 0)
+			rc = lerr(L, "unknown ISO 4217 currency '%s'", s->currency);
+		pop(L);
+		if (rc < 0)
+			goto out;
+	}
+	if (s->encoding && (!strcasecmp(s->encoding, "UTF-8") || !strcasecmp(s->encoding, "UTF8"))) {
+		free(s->encoding);
+		s->encoding = NULL;
+	}
+out:
+	pop(L);
+	free(kind);
+	return rc;
+}
+
+static void side_release(struct recon_side *s)
+{
+	free(s->path);
+	free(s->format);
+	free(s->table);
+	free(s->dsn_env);
+	for (int c = 0; c < RECON_COL__COUNT; c++)
+		free(s->cols[c]);
+	free(s->tz_name);
+	recon_tz_free(s->tz);
+	free(s->currency);
+	map_release(&s->status_map);
+	map_release(&s->entry_types);
+	free(s->encoding);
+	free(s->strip);
+	free_strv(s->comment_prefixes);
+	free_strv(s->stop_prefixes);
+	free(s->totals.label);
+}
+
+void recon_job_free(struct recon_job *job)
+{
+	if (!job)
+		return;
+	free(job->name);
+	free(job->file);
+	free(job->dir);
+	free(job->tz_name);
+	recon_tz_free(job->tz);
+	side_release(&job->upstream);
+	side_release(&job->local);
+	free(job->state_path);
+	free(job->heartbeat_path);
+	free(job->config_text);
+	free(job);
+}
+
+static bool job_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > RECON_NAME_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.'))
+			return false;
+	return s[0] != '.';
+}
+
+static const char *const job_keys[] = {"job",
+				       "description",
+				       "timezone",
+				       "currency",
+				       "upstream",
+				       "local",
+				       "status_map",
+				       "amount_tolerance_minor",
+				       "stuck_after",
+				       "margin",
+				       "hot",
+				       "max_rejects",
+				       "state",
+				       "heartbeat",
+				       NULL};
+
+/* Side zone and currency defaults, then the zone itself. */
+static int finish_side(struct loader *L, struct recon_job *job, struct recon_side *s)
+{
+	int rc;
+
+	if (!s->tz_name)
+		s->tz_name = recon_xstrdup(job->tz_name);
+	if (!s->currency)
+		s->currency = recon_xstrdup(job->currency);
+	push(L, s->role);
+	push(L, "timezone");
+	rc = recon_tz_load(&s->tz, s->tz_name, L->err);
+	if (rc < 0) {
+		L->err->code = 0;
+		rc = lerr(L, "unknown time zone '%s'", s->tz_name);
+	}
+	pop(L);
+	pop(L);
+	return rc;
+}
+
+int recon_job_load(struct recon_job **out, const char *path, struct recon_err *err)
+{
+	struct recon_job *job = recon_xcalloc(1, sizeof(*job));
+	struct loader L = {0};
+	char *text = NULL, *cur = NULL;
+	size_t len = 0;
+	json_t *root = NULL, *v, *profiles = NULL, *eff = NULL;
+	json_t *prof_up = NULL, *prof_local = NULL;
+	int rc = 0;
+	const char *slash;
+
+	*out = NULL;
+	job->file = recon_xstrdup(path);
+	slash = strrchr(path, '/');
+	job->dir = slash ? recon_xstrndup(path, (size_t)(slash - path)) : recon_xstrdup("");
+	if (slash && slash == path)
+		job->dir[0] = '\0', free(job->dir), job->dir = recon_xstrdup("/");
+	text = slurp(path, &len, err);
+	if (!text) {
+		rc = RECON_ECONFIG;
+		goto out;
+	}
+	root = parse_json(path, text, len, err);
+	if (!root) {
+		rc = RECON_ECONFIG;
+		goto out;
+	}
+	L.file = path;
+	L.text = text;
+	L.err = err;
+	job->stuck_after_ms = 15 * RECON_MS_PER_MIN;
+	job->margin_ms = 10 * RECON_MS_PER_MIN;
+	job->hot_size_ms = 5 * RECON_MS_PER_MIN;
+	job->hot_lag_ms = 2 * RECON_MS_PER_MIN;
+	if ((rc = check_keys(&L, root, job_keys)) < 0 ||
+	    (rc = get_str(&L, root, "job", &job->name)) < 0 ||
+	    (rc = get_str(&L, root, "timezone", &job->tz_name)) < 0 ||
+	    (rc = get_str(&L, root, "currency", &cur)) < 0)
+		goto out;
+	if (!job->name) {
+		push(&L, "job");
+		rc = lerr(&L, "missing (the job's name)");
+		pop(&L);
+		goto out;
+	}
+	if (!job_name_ok(job->name)) {
+		push(&L, "job");
+		rc = lerr(&L, "'%s' is not a valid job name ([A-Za-z0-9_.-], at most %d characters)",
+			  job->name, RECON_NAME_MAX);
+		pop(&L);
+		goto out;
+	}
+	if (!job->tz_name)
+		job->tz_name = recon_xstrdup("UTC");
+	push(&L, "timezone");
+	rc = recon_tz_load(&job->tz, job->tz_name, err);
+	if (rc < 0) {
+		err->code = 0;
+		rc = lerr(&L, "unknown time zone '%s'", job->tz_name);
+	}
+	pop(&L);
+	if (rc < 0)
+		goto out;
+	push(&L, "currency");
+	if (!cur) {
+		rc = lerr(&L, "missing (the ISO 4217 code of the job's currency)");
+	} else if (strlen(cur) != 3 || recon_money_exponent(cur) < 0) {
+		rc = lerr(&L, "unknown ISO 4217 currency '%s'", cur);
+	} else {
+		for (int i = 0; i < 3; i++)
+			job->currency[i] = (char)toupper((unsigned char)cur[i]);
+		job->exponent = recon_money_exponent(job->currency);
+	}
+	pop(&L);
+	if (rc < 0)
+		goto out;
+	if ((rc = load_side(&L, root, "upstream", job->dir, &job->upstream, &prof_up)) < 0 ||
+	    (rc = load_side(&L, root, "local", job->dir, &job->local, &prof_local)) < 0)
+		goto out;
+	v = json_object_get(root, "status_map");
+	if (v) {
+		static const char *const sm_keys[] = {"upstream", "local", NULL};
+		push(&L, "status_map");
+		if (!json_is_object(v))
+			rc = lerr(&L, "expected an object with 'upstream' and/or 'local' maps");
+		else if ((rc = check_keys(&L, v, sm_keys)) == 0 &&
+			 (rc = get_map(&L, v, "upstream", status_names, RECON_ST__COUNT,
+				       &job->upstream.status_map)) == 0)
+			rc = get_map(&L, v, "local", status_names, RECON_ST__COUNT,
+				     &job->local.status_map);
+		pop(&L);
+		if (rc < 0)
+			goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct recon_side *s = i ? &job->local : &job->upstream;
+		if (s->cols[RECON_COL_STATUS] && !s->status_map.n) {
+			push(&L, "status_map");
+			push(&L, s->role);
+			rc = lerr(&L, "missing: the %s side maps a 'status' column, so its words "
+				      "need a status map",
+				  s->role);
+			pop(&L);
+			pop(&L);
+			goto out;
+		}
+		if ((rc = finish_side(&L, job, s)) < 0)
+			goto out;
+	}
+	if ((rc = get_count(&L, root, "amount_tolerance_minor", &job->tolerance_minor)) < 0 ||
+	    (rc = get_duration(&L, root, "stuck_after", &job->stuck_after_ms)) < 0 ||
+	    (rc = get_duration(&L, root, "margin", &job->margin_ms)) < 0 ||
+	    (rc = get_count(&L, root, "max_rejects", &job->max_rejects)) < 0 ||
+	    (rc = get_str(&L, root, "state", &job->state_path)) < 0 ||
+	    (rc = get_str(&L, root, "heartbeat", &job->heartbeat_path)) < 0)
+		goto out;
+	v = json_object_get(root, "hot");
+	if (v) {
+		static const char *const hot_keys[] = {"size", "lag", NULL};
+		push(&L, "hot");
+		if (!json_is_object(v))
+			rc = lerr(&L, "expected an object");
+		else if ((rc = check_keys(&L, v, hot_keys)) == 0 &&
+			 (rc = get_duration(&L, v, "size", &job->hot_size_ms)) == 0)
+			rc = get_duration(&L, v, "lag", &job->hot_lag_ms);
+		if (rc == 0 && job->hot_size_ms <= 0) {
+			push(&L, "size");
+			rc = lerr(&L, "must be longer than zero");
+			pop(&L);
+		}
+		pop(&L);
+		if (rc < 0)
+			goto out;
+	}
+	if (job->margin_ms > RECON_MS_PER_DAY) {
+		push(&L, "margin");
+		rc = lerr(&L, "must be at most 1d");
+		pop(&L);
+		goto out;
+	}
+	{
+		char *p = path_join(job->dir, job->state_path ? job->state_path : "state/recon.db");
+		free(job->state_path);
+		job->state_path = p;
+	}
+	if (job->heartbeat_path) {
+		char *p = path_join(job->dir, job->heartbeat_path);
+		free(job->heartbeat_path);
+		job->heartbeat_path = p;
+	}
+	/* The effective configuration: job file plus the profiles it pulled in. */
+	profiles = json_object();
+	json_object_set(profiles, "upstream", prof_up ? prof_up : json_null());
+	json_object_set(profiles, "local", prof_local ? prof_local : json_null());
+	eff = json_object();
+	json_object_set(eff, "job", root);
+	json_object_set(eff, "profiles", profiles);
+	job->config_text = json_dumps(eff, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII);
+	if (!job->config_text) {
+		rc = recon_err_set(err, RECON_EINTERNAL, path, "cannot serialise the job");
+		goto out;
+	}
+	*out = job;
+	job = NULL;
+out:
+	json_decref(eff);
+	json_decref(profiles);
+	json_decref(prof_up);
+	json_decref(prof_local);
+	json_decref(root);
+	free(text);
+	free(cur);
+	recon_job_free(job);
+	return rc;
+}

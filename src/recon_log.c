@@ -1,0 +1,125 @@
+#include "recon_log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static enum recon_log_level log_level = RECON_LOG_INFO;
+
+void recon_log_set_level(enum recon_log_level level)
+{
+	log_level = level;
+}
+
+enum recon_log_level recon_log_get_level(void)
+{
+	return log_level;
+}
+
+void recon_log(enum recon_log_level level, const char *fmt, ...)
+{
+	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	fprintf(stderr, "recon: %s", prefix[level]);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Appends s[0..n) to out, truncating; *used tracks the length. */
+static void put(char *out, size_t size, size_t *used, const char *s, size_t n)
+{
+	if (*used + 1 >= size)
+		return;
+	if (n > size - 1 - *used)
+		n = size - 1 - *used;
+	memcpy(out + *used, s, n);
+	*used += n;
+	out[*used] = '\0';
+}
+
+/* Does s start with "password" (any case) followed by '='? Returns the length to the value. */
+static size_t password_key(const char *s)
+{
+	static const char *const keys[] = {"password", "passwd", "pwd"};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		n = strlen(keys[i]);
+		if (!strncasecmp(s, keys[i], n)) {
+			const char *p = s + n;
+			while (*p == ' ')
+				p++;
+			if (*p == '=')
+				return (size_t)(p - s) + 1;
+		}
+	}
+	return 0;
+}
+
+char *recon_log_redact(const char *dsn, char *out, size_t size)
+{
+	size_t used = 0;
+	const char *p, *scheme, *at, *colon, *end_auth;
+
+	if (!size)
+		return out;
+	out[0] = '\0';
+	if (!dsn)
+		return out;
+	p = dsn;
+	scheme = strstr(dsn, "://");
+	if (scheme) {
+		/* userinfo ends at the last '@' before the first '/', '?' or '#' */
+		const char *auth = scheme + 3;
+		end_auth = auth + strcspn(auth, "/?#");
+		at = NULL;
+		for (const char *q = auth; q < end_auth; q++)
+			if (*q == '@')
+				at = q;
+		put(out, size, &used, dsn, (size_t)(auth - dsn));
+		p = auth;
+		if (at) {
+			colon = memchr(auth, ':', (size_t)(at - auth));
+			if (colon) {
+				put(out, size, &used, auth, (size_t)(colon - auth));
+				put(out, size, &used, ":***", 4);
+				p = at;
+			}
+		}
+	}
+	/* keyword form and query parameters: password=... up to a blank or '&' */
+	while (*p) {
+		int boundary = (p == dsn) || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&' ||
+			       p[-1] == '\t';
+		size_t k = boundary ? password_key(p) : 0;
+		if (k) {
+			put(out, size, &used, p, k);
+			put(out, size, &used, "***", 3);
+			p += k;
+			if (*p == '\'') {
+				/* libpq quoted value: ends at an unescaped quote */
+				p++;
+				while (*p && *p != '\'') {
+					if (*p == '\\' && p[1])
+						p++;
+					p++;
+				}
+				if (*p)
+					p++;
+			} else {
+				while (*p && *p != ' ' && *p != '&' && *p != '\t')
+					p++;
+			}
+			continue;
+		}
+		put(out, size, &used, p, 1);
+		p++;
+	}
+	return out;
+}

@@ -1,0 +1,151 @@
+#include "recon_mem.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static void die_oom(size_t n)
+{
+	fprintf(stderr, "recon: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *recon_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		die_oom(n);
+	return p;
+}
+
+void *recon_xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	if (!p)
+		die_oom(recon_st_mult(nmemb, size));
+	return p;
+}
+
+void *recon_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (!q)
+		die_oom(n);
+	return q;
+}
+
+char *recon_xstrdup(const char *s)
+{
+	return recon_xstrndup(s, strlen(s));
+}
+
+char *recon_xstrndup(const char *s, size_t n)
+{
+	char *p = recon_xmalloc(recon_st_add(n, 1));
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+size_t recon_st_mult(size_t a, size_t b)
+{
+	if (b && a > SIZE_MAX / b) {
+		fprintf(stderr, "recon: size overflow: %zu * %zu\n", a, b);
+		abort();
+	}
+	return a * b;
+}
+
+size_t recon_st_add(size_t a, size_t b)
+{
+	if (a > SIZE_MAX - b) {
+		fprintf(stderr, "recon: size overflow: %zu + %zu\n", a, b);
+		abort();
+	}
+	return a + b;
+}
+
+void recon_grow(void **p, size_t *alloc, size_t need, size_t size)
+{
+	size_t n;
+
+	if (need <= *alloc)
+		return;
+	n = *alloc ? *alloc : 16;
+	while (n < need)
+		n = recon_st_mult(n, 2);
+	*p = recon_xrealloc(*p, recon_st_mult(n, size));
+	*alloc = n;
+}
+
+/* Arena: a list of blocks, each at least 1 MiB, newest first. */
+struct recon_arena_block {
+	struct recon_arena_block *next;
+	size_t size;
+	max_align_t data[];
+};
+
+#define ARENA_BLOCK (1u << 20)
+
+void recon_arena_init(struct recon_arena *a)
+{
+	a->head = NULL;
+	a->cur = a->end = NULL;
+	a->total = 0;
+}
+
+void recon_arena_release(struct recon_arena *a)
+{
+	struct recon_arena_block *b, *next;
+
+	if (!a)
+		return;
+	for (b = a->head; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	recon_arena_init(a);
+}
+
+void *recon_arena_alloc(struct recon_arena *a, size_t n)
+{
+	const size_t align = sizeof(max_align_t);
+	size_t need = recon_st_add(n, align - 1) & ~(align - 1);
+	char *p;
+
+	if (!need)
+		need = align;
+	if ((size_t)(a->end - a->cur) < need || !a->cur) {
+		size_t bsize = need > ARENA_BLOCK ? need : ARENA_BLOCK;
+		/* grow block size with the arena so big windows use few blocks */
+		if (a->total / 4 > bsize)
+			bsize = a->total / 4 > need ? a->total / 4 : need;
+		struct recon_arena_block *b =
+		    recon_xmalloc(recon_st_add(sizeof(*b), bsize));
+		b->next = a->head;
+		b->size = bsize;
+		a->head = b;
+		a->cur = (char *)b->data;
+		a->end = a->cur + bsize;
+		a->total += bsize;
+	}
+	p = a->cur;
+	a->cur += need;
+	return p;
+}
+
+char *recon_arena_strndup(struct recon_arena *a, const char *s, size_t n)
+{
+	char *p = recon_arena_alloc(a, recon_st_add(n, 1));
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}

@@ -1,0 +1,229 @@
+#include "recon_normalize.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "recon_money.h"
+#include "recon_time.h"
+
+/* Trims ASCII blanks and the side's guard characters from both ends. */
+static void trim(const struct recon_side *side, const char **s, size_t *len)
+{
+	const char *p = *s;
+	size_t n = *len;
+	const char *guard = side->strip ? side->strip : "";
+
+	while (n && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' ||
+		     (*guard && memchr(guard, *p, strlen(guard)))))
+		p++, n--;
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r' ||
+		     p[n - 1] == '\n' || (*guard && memchr(guard, p[n - 1], strlen(guard)))))
+		n--;
+	*s = p;
+	*len = n;
+}
+
+/* Quotes a value for a message: at most 40 bytes, control bytes escaped. */
+static void show(const char *s, size_t len, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 8 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (i == 40) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (c < 0x20 || c == 0x7f)
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02X", c);
+		else
+			buf[o++] = (char)c;
+	}
+	buf[o] = '\0';
+}
+
+static int field_err(struct recon_err *err, enum recon_col col, const char *fmt, ...)
+    RECON_PRINTF(3, 4);
+static int field_err(struct recon_err *err, enum recon_col col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	recon_err_setv(err, RECON_EVALUE, recon_col_name(col), fmt, ap);
+	va_end(ap);
+	return RECON_EVALUE;
+}
+
+int recon_normalize_row(const struct recon_side *side, const struct recon_raw_row *raw,
+			struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
+{
+	const bool upstream = side->role[0] == 'u';
+	const char *s;
+	size_t len, total = 0;
+	char shown[200];
+	int exponent, v;
+	enum recon_col amount_col;
+	struct recon_err e;
+
+	memset(out, 0, sizeof(*out));
+	out->line = raw->line;
+	if (raw->reject)
+		return recon_err_set(err, RECON_EVALUE, "row", "%s", raw->reject);
+
+	/* entry kind first: keyless lines (fees, payouts) carry no key */
+	out->entry = RECON_ENTRY_PAYMENT;
+	if (upstream && side->cols[RECON_COL_ENTRY_TYPE]) {
+		s = raw->val[RECON_COL_ENTRY_TYPE];
+		len = raw->len[RECON_COL_ENTRY_TYPE];
+		if (s)
+			trim(side, &s, &len);
+		if (!s || !len)
+			return field_err(err, RECON_COL_ENTRY_TYPE, "empty entry type");
+		v = recon_map_get(&side->entry_types, s, len);
+		if (v < 0) {
+			show(s, len, shown, sizeof(shown));
+			return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'", shown);
+		}
+		if (v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
+			return RECON_NORM_SKIPPED;
+		out->entry = (uint8_t)v;
+	}
+
+	/* key: parts trimmed, non-empty, no control characters, joined by RECON_KEY_SEP */
+	const char *part[RECON_KEY_PARTS_MAX];
+	size_t plen[RECON_KEY_PARTS_MAX];
+	for (unsigned i = 0; i < side->nkey; i++) {
+		enum recon_col c = (enum recon_col)(RECON_COL_KEY0 + i);
+		s = raw->val[c];
+		len = raw->len[c];
+		if (s)
+			trim(side, &s, &len);
+		if (!s || !len)
+			return field_err(err, c, "empty key '%s'", side->cols[c]);
+		for (size_t j = 0; j < len; j++) {
+			if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f) {
+				show(s, len, shown, sizeof(shown));
+				return field_err(err, c, "control character in key '%s'", shown);
+			}
+		}
+		if (len > 1024)
+			return field_err(err, c, "key longer than 1024 bytes");
+		part[i] = s;
+		plen[i] = len;
+		total += len + (i ? 1 : 0);
+	}
+	char *key = recon_arena_alloc(arena, total + 1);
+	size_t o = 0;
+	for (unsigned i = 0; i < side->nkey; i++) {
+		if (i)
+			key[o++] = RECON_KEY_SEP;
+		memcpy(key + o, part[i], plen[i]);
+		o += plen[i];
+	}
+	key[o] = '\0';
+	out->key = key;
+	out->key_len = (uint32_t)o;
+
+	/* currency */
+	s = raw->val[RECON_COL_CURRENCY];
+	len = raw->len[RECON_COL_CURRENCY];
+	if (s)
+		trim(side, &s, &len);
+	if (s && len) {
+		char code[4];
+		if (len != 3) {
+			show(s, len, shown, sizeof(shown));
+			return field_err(err, RECON_COL_CURRENCY, "invalid currency '%s'", shown);
+		}
+		for (int i = 0; i < 3; i++)
+			code[i] = (char)toupper((unsigned char)s[i]);
+		code[3] = '\0';
+		if (recon_money_exponent(code) < 0) {
+			show(s, len, shown, sizeof(shown));
+			return field_err(err, RECON_COL_CURRENCY, "unknown currency '%s'", shown);
+		}
+		memcpy(out->currency, code, 4);
+	} else {
+		memcpy(out->currency, side->currency, 4);
+	}
+	exponent = recon_money_exponent(out->currency);
+
+	/* amount: refunds may use their own column; stored positive */
+	if (out->entry == RECON_ENTRY_REFUND && side->cols[RECON_COL_REFUND_AMOUNT])
+		amount_col = RECON_COL_REFUND_AMOUNT;
+	else if (side->cols[RECON_COL_AMOUNT_MINOR])
+		amount_col = RECON_COL_AMOUNT_MINOR;
+	else
+		amount_col = RECON_COL_AMOUNT;
+	s = raw->val[amount_col];
+	len = raw->len[amount_col];
+	if (!s)
+		return field_err(err, amount_col, "empty amount");
+	recon_err_init(&e);
+	if (recon_money_parse(s, len, exponent,
+			      amount_col == RECON_COL_AMOUNT_MINOR ? RECON_MONEY_MINOR
+								   : side->money_flags,
+			      &out->amount, &e) < 0)
+		return field_err(err, amount_col, "%s", e.msg);
+	if (out->entry == RECON_ENTRY_REFUND && out->amount < 0) {
+		if (out->amount == INT64_MIN)
+			return field_err(err, amount_col, "refund amount out of range");
+		out->amount = -out->amount;
+	}
+
+	/* status (plain rows) */
+	if (side->cols[RECON_COL_STATUS] && !(upstream && side->cols[RECON_COL_ENTRY_TYPE])) {
+		s = raw->val[RECON_COL_STATUS];
+		len = raw->len[RECON_COL_STATUS];
+		if (s)
+			trim(side, &s, &len);
+		if (!s || !len)
+			return field_err(err, RECON_COL_STATUS, "empty status");
+		v = recon_map_get(&side->status_map, s, len);
+		if (v < 0) {
+			show(s, len, shown, sizeof(shown));
+			return field_err(err, RECON_COL_STATUS,
+					 "unknown status '%s' (not in the %s status map)", shown,
+					 side->role);
+		}
+		out->status = (uint8_t)v;
+		out->flags |= RECON_ROW_HAS_STATUS;
+	}
+
+	/* time */
+	s = raw->val[RECON_COL_TIME];
+	len = raw->len[RECON_COL_TIME];
+	if (!s)
+		return field_err(err, RECON_COL_TIME, "empty time");
+	recon_err_init(&e);
+	if (recon_time_parse(s, len, side->tz, &out->time, &e) < 0)
+		return field_err(err, RECON_COL_TIME, "%s", e.msg);
+
+	/* entry identity: refund id for refunds when mapped, else the transaction id */
+	enum recon_col idc = RECON_COL_TXN_ID;
+	if (out->entry == RECON_ENTRY_REFUND && raw->val[RECON_COL_REFUND_ID] &&
+	    raw->len[RECON_COL_REFUND_ID])
+		idc = RECON_COL_REFUND_ID;
+	s = raw->val[idc];
+	len = raw->len[idc];
+	if (s)
+		trim(side, &s, &len);
+	if (s && len && !(len == 1 && s[0] == '0')) {
+		out->entry_id = recon_arena_strndup(arena, s, len);
+		out->entry_id_len = (uint32_t)len;
+	}
+	return RECON_NORM_ROW;
+}
+
+char *recon_key_display(const char *key, size_t len, char *buf, size_t size)
+{
+	size_t n = len < size - 1 ? len : size - 1;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = key[i] == RECON_KEY_SEP ? '|' : key[i];
+	buf[n] = '\0';
+	return buf;
+}

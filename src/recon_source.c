@@ -1,0 +1,57 @@
+#include "recon_source.h"
+
+const struct recon_source_ops *recon_source_ops_for(enum recon_kind kind)
+{
+	switch (kind) {
+	case RECON_KIND_CSV:
+		return &recon_source_csv;
+	case RECON_KIND_SQLITE:
+		return &recon_source_sqlite;
+	case RECON_KIND_POSTGRES:
+#ifdef RECON_HAVE_POSTGRES
+		return &recon_source_postgres;
+#else
+		return NULL;
+#endif
+	case RECON_KIND_MYSQL:
+#ifdef RECON_HAVE_MYSQL
+		return &recon_source_mysql;
+#else
+		return NULL;
+#endif
+	}
+	return NULL;
+}
+
+int recon_source_open(struct recon_source **out, const struct recon_side *side,
+		      const struct recon_window *win, struct recon_err *err)
+{
+	const struct recon_source_ops *ops = recon_source_ops_for(side->kind);
+
+	*out = NULL;
+	if (!ops)
+		return recon_err_set(err, RECON_ECONFIG, NULL,
+				     "source kind '%s' is not supported by this build",
+				     recon_kind_name(side->kind));
+	return ops->open(out, side, win, err);
+}
+
+int recon_source_next(struct recon_source *src, const struct recon_raw_row **row,
+		      struct recon_err *err)
+{
+	return src->ops->next(src, row, err);
+}
+
+int recon_source_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
+			struct recon_err *err)
+{
+	if (!src->ops->lookup)
+		return RECON_ENOTFOUND;
+	return src->ops->lookup(src, parts, lens, err);
+}
+
+void recon_source_close(struct recon_source *src)
+{
+	if (src)
+		src->ops->close(src);
+}

@@ -1,0 +1,533 @@
+#include "recon_state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "recon_buf.h"
+#include "recon_mem.h"
+#include "recon_time.h"
+
+/* Generated from the files in sql/sqlite/state at build time. */
+extern const char *const recon_migrations[];
+extern const size_t recon_migrations_count;
+
+struct recon_state {
+	sqlite3 *db;
+	char *path;
+};
+
+static int db_err(struct recon_state *st, struct recon_err *err, const char *what)
+{
+	return recon_err_set(err, RECON_EIO, st->path, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+static int exec(struct recon_state *st, const char *sql, struct recon_err *err)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		recon_err_set(err, RECON_EIO, st->path, "%s", msg ? msg : "sqlite error");
+		sqlite3_free(msg);
+		return RECON_EIO;
+	}
+	return 0;
+}
+
+/* mkdir -p for the folder holding path. */
+static int make_parent(const char *path, struct recon_err *err)
+{
+	char *dir = recon_xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	int rc = 0;
+
+	if (!slash || slash == dir)
+		goto out;
+	*slash = '\0';
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+			rc = recon_err_set(err, RECON_EIO, NULL, "cannot create '%s': %s", dir,
+					   strerror(errno));
+			goto out;
+		}
+		*p = '/';
+	}
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot create '%s': %s", dir,
+				   strerror(errno));
+out:
+	free(dir);
+	return rc;
+}
+
+static int migrate(struct recon_state *st, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int version = 0, rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+		return db_err(st, err, "cannot read the schema version");
+	if (sqlite3_step(q) == SQLITE_ROW)
+		version = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	if (version > (int)recon_migrations_count)
+		return recon_err_set(err, RECON_EIO, st->path,
+				     "state store schema version %d is newer than this recon "
+				     "(knows %zu): upgrade recon",
+				     version, recon_migrations_count);
+	for (size_t v = (size_t)version; v < recon_migrations_count; v++) {
+		char pragma[64];
+		if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
+			return rc;
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %zu", v + 1);
+		if ((rc = exec(st, recon_migrations[v], err)) < 0 ||
+		    (rc = exec(st, pragma, err)) < 0 || (rc = exec(st, "COMMIT", err)) < 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int recon_state_open(struct recon_state **out, const char *path, bool writable,
+		     struct recon_err *err)
+{
+	struct recon_state *st = recon_xcalloc(1, sizeof(*st));
+	int rc = 0, flags;
+
+	*out = NULL;
+	st->path = recon_xstrdup(path);
+	if (writable) {
+		if ((rc = make_parent(path, err)) < 0)
+			goto out;
+		flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	} else {
+		if (access(path, F_OK) < 0) {
+			rc = recon_err_set(err, RECON_ENOTFOUND, NULL,
+					   "state store '%s' does not exist (no run yet?)", path);
+			goto out;
+		}
+		flags = SQLITE_OPEN_READONLY;
+	}
+	if (sqlite3_open_v2(path, &st->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		rc = recon_err_set(err, RECON_EIO, path, "cannot open the state store: %s",
+				   st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(st->db, 10000);
+	if (writable) {
+		if ((rc = exec(st, "PRAGMA journal_mode = WAL", err)) < 0 ||
+		    (rc = exec(st, "PRAGMA synchronous = FULL", err)) < 0 ||
+		    (rc = exec(st, "PRAGMA foreign_keys = ON", err)) < 0 ||
+		    (rc = migrate(st, err)) < 0)
+			goto out;
+	} else {
+		sqlite3_stmt *q = NULL;
+		int version = 0;
+		if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			version = sqlite3_column_int(q, 0);
+		sqlite3_finalize(q);
+		if (version < 1 || version > (int)recon_migrations_count) {
+			rc = recon_err_set(err, RECON_EIO, path,
+					   "not a recon state store (schema version %d)", version);
+			goto out;
+		}
+	}
+	*out = st;
+	st = NULL;
+out:
+	recon_state_close(st);
+	return rc;
+}
+
+void recon_state_close(struct recon_state *st)
+{
+	if (!st)
+		return;
+	sqlite3_close(st->db);
+	free(st->path);
+	free(st);
+}
+
+sqlite3 *recon_state_db(struct recon_state *st)
+{
+	return st->db;
+}
+
+/* ---- lock --------------------------------------------------------------- */
+
+int recon_state_lock(const char *state_path, const char *job, int64_t now, int *fd,
+		     struct recon_err *err)
+{
+	struct recon_buf path;
+	char info[128], when[32];
+	int rc = 0, f;
+	ssize_t n;
+
+	*fd = -1;
+	recon_buf_init(&path);
+	recon_buf_addf(&path, "%s.%s.lock", state_path, job);
+	if ((rc = make_parent(path.s, err)) < 0)
+		goto out;
+	f = open(path.s, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (f < 0) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot open lock '%s': %s", path.s,
+				   strerror(errno));
+		goto out;
+	}
+	if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK) {
+			n = pread(f, info, sizeof(info) - 1, 0);
+			info[n > 0 ? n : 0] = '\0';
+			info[strcspn(info, "\n")] = '\0';
+			long long pid = 0, since = 0;
+			if (sscanf(info, "%lld %lld", &pid, &since) == 2)
+				recon_time_format_utc(since, when, sizeof(when));
+			else
+				snprintf(when, sizeof(when), "unknown");
+			rc = recon_err_set(err, RECON_ELOCKED, NULL,
+					   "job '%s' is already running (pid %lld, since %s)", job,
+					   pid, when);
+		} else {
+			rc = recon_err_set(err, RECON_EIO, NULL, "cannot lock '%s': %s", path.s,
+					   strerror(errno));
+		}
+		close(f);
+		goto out;
+	}
+	n = snprintf(info, sizeof(info), "%lld %lld\n", (long long)getpid(), (long long)now);
+	if (ftruncate(f, 0) < 0 || pwrite(f, info, (size_t)n, 0) != n) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot write lock '%s': %s", path.s,
+				   strerror(errno));
+		close(f);
+		goto out;
+	}
+	*fd = f;
+out:
+	recon_buf_release(&path);
+	return rc;
+}
+
+void recon_state_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* releases the flock; the file stays for the next run */
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+int recon_state_run_begin(struct recon_state *st, const struct recon_run_info *info,
+			  int64_t *run_id, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO runs (job, mode, window_start_ms, window_end_ms, "
+			       "business_date, dry_run, started_at_ms, config_sha256) "
+			       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record the run");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, info->job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, info->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, info->window_start);
+	sqlite3_bind_int64(q, 4, info->window_end);
+	sqlite3_bind_text(q, 5, info->business_date, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, 6, info->dry_run);
+	sqlite3_bind_int64(q, 7, info->started_at);
+	sqlite3_bind_text(q, 8, info->config_sha256, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) != SQLITE_DONE) {
+		rc = db_err(st, err, "cannot record the run");
+		goto out;
+	}
+	*run_id = sqlite3_last_insert_rowid(st->db);
+out:
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int recon_state_run_finish(struct recon_state *st, int64_t run_id,
+			   const struct recon_run_result *res, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0, i = 1;
+
+	if (sqlite3_prepare_v2(
+		st->db,
+		"UPDATE runs SET outcome = ?, exit_code = ?, error = ?, finished_at_ms = ?, "
+		"rows_upstream = ?, rows_local = ?, rows_rejected = ?, rows_skipped = ?, "
+		"rows_other = ?, keys_compared = ?, matched = ?, in_flight = ?, resolved = ?, "
+		"n_missing = ?, n_extra = ?, n_stuck = ?, n_amount_mismatch = ?, "
+		"n_status_mismatch = ?, n_duplicate = ?, upstream_sha256 = ?, local_sha256 = ? "
+		"WHERE id = ?",
+		-1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record the run's outcome");
+		goto out;
+	}
+	sqlite3_bind_text(q, i++, res->outcome, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, i++, res->exit_code);
+	if (res->error)
+		sqlite3_bind_text(q, i++, res->error, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, i++);
+	sqlite3_bind_int64(q, i++, res->finished_at);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->rows_upstream);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->rows_local);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->rows_rejected);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->rows_skipped);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->rows_other);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->keys_compared);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->matched);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->in_flight);
+	sqlite3_bind_int64(q, i++, (sqlite3_int64)res->resolved);
+	for (int c = 0; c < RECON_CLASS__COUNT; c++)
+		sqlite3_bind_int64(q, i++, (sqlite3_int64)res->classes[c]);
+	if (res->upstream_sha256)
+		sqlite3_bind_text(q, i++, res->upstream_sha256, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, i++);
+	if (res->local_sha256)
+		sqlite3_bind_text(q, i++, res->local_sha256, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, i++);
+	sqlite3_bind_int64(q, i++, run_id);
+	if (sqlite3_step(q) != SQLITE_DONE)
+		rc = db_err(st, err, "cannot record the run's outcome");
+out:
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int recon_state_add_rejects(struct recon_state *st, int64_t run_id,
+			    const struct recon_reject *rejects, size_t n, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
+		return rc;
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO rejects (run_id, side, origin, field, reason, raw) "
+			       "VALUES (?, ?, ?, ?, ?, ?)",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record rejects");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, run_id);
+		sqlite3_bind_text(q, 2, rejects[i].side, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 3, rejects[i].origin, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 4, rejects[i].field, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 5, rejects[i].reason, -1, SQLITE_STATIC);
+		if (rejects[i].raw)
+			sqlite3_bind_text(q, 6, rejects[i].raw, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(q, 6);
+		if (sqlite3_step(q) != SQLITE_DONE) {
+			rc = db_err(st, err, "cannot record a reject");
+			goto out;
+		}
+	}
+	rc = exec(st, "COMMIT", err);
+out:
+	sqlite3_finalize(q);
+	if (rc < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/* Open ledger entries of the job whose key this window owns and no longer shows. */
+static int resolve(struct recon_state *st, const char *job, int64_t run_id, int64_t now,
+		   const struct recon_compare *cmp, uint64_t *resolved, struct recon_err *err)
+{
+	sqlite3_stmt *sel = NULL, *upd = NULL;
+	int rc = 0, s;
+
+	*resolved = 0;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT key, class FROM differences WHERE job = ? AND "
+			       "resolved_at_ms IS NULL AND last_seen_run <> ?",
+			       -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db,
+			       "UPDATE differences SET resolved_run = ?, resolved_at_ms = ? "
+			       "WHERE job = ? AND key = ? AND class = ?",
+			       -1, &upd, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot resolve differences");
+		goto out;
+	}
+	sqlite3_bind_text(sel, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(sel, 2, run_id);
+	while ((s = sqlite3_step(sel)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(sel, 0);
+		const char *klass = (const char *)sqlite3_column_text(sel, 1);
+		int now_class = recon_compare_key_class(cmp, key, strlen(key));
+		if (now_class < 0 || now_class == recon_class_from_name(klass))
+			continue; /* not this window's key, or still different */
+		sqlite3_reset(upd);
+		sqlite3_bind_int64(upd, 1, run_id);
+		sqlite3_bind_int64(upd, 2, now);
+		sqlite3_bind_text(upd, 3, job, -1, SQLITE_STATIC);
+		sqlite3_bind_text(upd, 4, key, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(upd, 5, klass, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(upd) != SQLITE_DONE) {
+			rc = db_err(st, err, "cannot resolve a difference");
+			goto out;
+		}
+		(*resolved)++;
+	}
+	if (s != SQLITE_DONE)
+		rc = db_err(st, err, "cannot read open differences");
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(upd);
+	return rc;
+}
+
+int recon_state_record_diffs(struct recon_state *st, const char *job, int64_t run_id, int64_t now,
+			     const struct recon_diff *diffs, char *const *json, size_t n,
+			     const struct recon_compare *cmp, bool ledger, uint64_t *resolved,
+			     struct recon_err *err)
+{
+	sqlite3_stmt *run_q = NULL, *led_q = NULL;
+	int rc = 0;
+
+	*resolved = 0;
+	if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
+		return rc;
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO run_differences (run_id, key, class, json) "
+			       "VALUES (?, ?, ?, ?)",
+			       -1, &run_q, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		st->db,
+		"INSERT INTO differences (job, key, class, first_seen_run, last_seen_run, "
+		"first_seen_at_ms, last_seen_at_ms, json) VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?5, ?6) "
+		"ON CONFLICT (job, key, class) DO UPDATE SET last_seen_run = excluded.last_seen_run, "
+		"last_seen_at_ms = excluded.last_seen_at_ms, json = excluded.json, "
+		"resolved_run = NULL, resolved_at_ms = NULL",
+		-1, &led_q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record differences");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *klass = recon_class_name(diffs[i].klass);
+		sqlite3_reset(run_q);
+		sqlite3_bind_int64(run_q, 1, run_id);
+		sqlite3_bind_text(run_q, 2, diffs[i].key, (int)diffs[i].key_len, SQLITE_STATIC);
+		sqlite3_bind_text(run_q, 3, klass, -1, SQLITE_STATIC);
+		sqlite3_bind_text(run_q, 4, json[i], -1, SQLITE_STATIC);
+		if (sqlite3_step(run_q) != SQLITE_DONE) {
+			rc = db_err(st, err, "cannot record a difference");
+			goto out;
+		}
+		if (!ledger)
+			continue;
+		sqlite3_reset(led_q);
+		sqlite3_bind_text(led_q, 1, job, -1, SQLITE_STATIC);
+		sqlite3_bind_text(led_q, 2, diffs[i].key, (int)diffs[i].key_len, SQLITE_STATIC);
+		sqlite3_bind_text(led_q, 3, klass, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(led_q, 4, run_id);
+		sqlite3_bind_int64(led_q, 5, now);
+		sqlite3_bind_text(led_q, 6, json[i], -1, SQLITE_STATIC);
+		if (sqlite3_step(led_q) != SQLITE_DONE) {
+			rc = db_err(st, err, "cannot record a difference");
+			goto out;
+		}
+	}
+	if (ledger && (rc = resolve(st, job, run_id, now, cmp, resolved, err)) < 0)
+		goto out;
+	rc = exec(st, "COMMIT", err);
+out:
+	sqlite3_finalize(run_q);
+	sqlite3_finalize(led_q);
+	if (rc < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int recon_state_watermark_get(struct recon_state *st, const char *job, const char *mode,
+			      int64_t *until, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = RECON_ENOTFOUND, s;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT reconciled_until_ms FROM watermarks WHERE job = ? AND mode = ?",
+			       -1, &q, NULL) != SQLITE_OK)
+		return db_err(st, err, "cannot read the watermark");
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+	s = sqlite3_step(q);
+	if (s == SQLITE_ROW) {
+		*until = sqlite3_column_int64(q, 0);
+		rc = 0;
+	} else if (s != SQLITE_DONE) {
+		rc = db_err(st, err, "cannot read the watermark");
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int recon_state_success(struct recon_state *st, const char *job, const char *mode, int64_t until,
+			int64_t run_id, int64_t now, int64_t duration_ms, struct recon_err *err)
+{
+	sqlite3_stmt *wm = NULL, *hb = NULL;
+	int rc = 0;
+
+	if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
+		return rc;
+	if (sqlite3_prepare_v2(
+		st->db,
+		"INSERT INTO watermarks (job, mode, reconciled_until_ms, run_id, updated_at_ms) "
+		"VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (job, mode) DO UPDATE SET "
+		"reconciled_until_ms = max(reconciled_until_ms, excluded.reconciled_until_ms), "
+		"run_id = CASE WHEN excluded.reconciled_until_ms > reconciled_until_ms "
+		"THEN excluded.run_id ELSE run_id END, updated_at_ms = excluded.updated_at_ms",
+		-1, &wm, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db,
+			       "INSERT INTO heartbeats (job, mode, last_success_ms, run_id, "
+			       "duration_ms) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (job, mode) "
+			       "DO UPDATE SET last_success_ms = excluded.last_success_ms, "
+			       "run_id = excluded.run_id, duration_ms = excluded.duration_ms",
+			       -1, &hb, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record the watermark");
+		goto out;
+	}
+	sqlite3_bind_text(wm, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(wm, 2, mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(wm, 3, until);
+	sqlite3_bind_int64(wm, 4, run_id);
+	sqlite3_bind_int64(wm, 5, now);
+	sqlite3_bind_text(hb, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(hb, 2, mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(hb, 3, now);
+	sqlite3_bind_int64(hb, 4, run_id);
+	sqlite3_bind_int64(hb, 5, duration_ms);
+	if (sqlite3_step(wm) != SQLITE_DONE || sqlite3_step(hb) != SQLITE_DONE) {
+		rc = db_err(st, err, "cannot record the watermark");
+		goto out;
+	}
+	rc = exec(st, "COMMIT", err);
+out:
+	sqlite3_finalize(wm);
+	sqlite3_finalize(hb);
+	if (rc < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
