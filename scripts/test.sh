@@ -1,0 +1,23 @@
+#!/bin/sh
+# The quick start's second command: install what is missing, build with
+# warnings as errors and AddressSanitizer + UndefinedBehaviorSanitizer, start
+# throwaway PostgreSQL and MariaDB servers, run every test through ctest, and
+# stop the servers again.
+set -eu
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh --test
+build=${RECON_TEST_BUILD:-build-test}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRECON_SANITIZE=ON -DRECON_WERROR=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+if [ -x tests/db/servers.sh ]; then
+	dbdir=$(mktemp -d /tmp/recon-db.XXXXXX)
+	export RECON_DB_DIR="$dbdir"
+	trap 'tests/db/servers.sh stop >/dev/null 2>&1 || true; rm -rf "$dbdir"' EXIT INT TERM
+	eval "$(tests/db/servers.sh start)"
+fi
+
+cd "$build"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --output-on-failure -j2 --timeout 900
