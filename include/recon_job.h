@@ -134,6 +134,12 @@ struct recon_job {
 	int64_t margin_ms;
 	int64_t hot_size_ms;
 	int64_t hot_lag_ms;
+	bool hot_start_set;	 /* hot.start given: the first hot window starts there */
+	int64_t hot_start;	 /* else: the start of today in the job's zone */
+	int64_t hot_max_windows; /* windows one invocation may catch up (default 12) */
+	int64_t t1_max_days;	 /* days one t1 invocation may catch up (default 31) */
+	int64_t check_max_lag_ms[2]; /* per mode (RECON_MODE_T1, _HOT): WARNING beyond, CRITICAL 2x */
+	int64_t check_max_age_ms[2];
 	int64_t max_rejects;	/* >= 0 */
 	char *state_path;
 	char *heartbeat_path;

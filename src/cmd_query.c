@@ -2,6 +2,8 @@
  * recon diff / recon status: read-only queries of the state store.
  */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +355,147 @@ int recon_cmd_status(int argc, char **argv)
 out:
 	sqlite3_finalize(q);
 	json_decref(out);
+	recon_state_close(st);
+	recon_job_free(job);
+	return code;
+}
+
+/* check -------------------------------------------------------------------- */
+
+static const char check_usage[] =
+    "usage: recon check --job FILE [--mode t1|hot] [--max-lag DURATION] [--max-age DURATION]\n"
+    "\n"
+    "Monitoring-plugin check: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n"
+    "WARNING when the watermark lags more than --max-lag or the last success is older\n"
+    "than --max-age (or the last run failed); CRITICAL beyond twice those. Defaults come\n"
+    "from the job's \"check\" section (t1: 36h lag, 26h age; hot: 15m, 15m).\n";
+
+#define CHECK_OK       0
+#define CHECK_WARNING  1
+#define CHECK_CRITICAL 2
+#define CHECK_UNKNOWN  3
+
+static int check_unknown(const char *fmt, ...) RECON_PRINTF(1, 2);
+static int check_unknown(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("RECON UNKNOWN - ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	return CHECK_UNKNOWN;
+}
+
+static int level(int64_t value, int64_t max)
+{
+	if (value > max && max <= INT64_MAX / 2 && value > 2 * max)
+		return CHECK_CRITICAL;
+	return value > max ? CHECK_WARNING : CHECK_OK;
+}
+
+int recon_cmd_check(int argc, char **argv)
+{
+	static const char *const names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
+	const char *job_path = NULL, *mode = "t1", *max_lag_s = NULL, *max_age_s = NULL;
+	bool help = false, quiet = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL},	      {"mode", true, &mode, NULL},
+	    {"max-lag", true, &max_lag_s, NULL},      {"max-age", true, &max_age_s, NULL},
+	    {"quiet", false, NULL, &quiet},	      {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	sqlite3_stmt *q = NULL;
+	int64_t now, wm, last_ok, max_lag, max_age, lag, age;
+	int code, m, lv_lag, lv_age, failed = 0;
+	char buf[512], lagb[32], ageb[32], maxl[32], maxa[32], last_err[300] = "";
+	long long last_id = 0;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
+		fputs(check_usage, stderr);
+		return CHECK_UNKNOWN;
+	}
+	if (help) {
+		fputs(check_usage, stdout);
+		return 0;
+	}
+	if (strcmp(mode, "t1") && strcmp(mode, "hot"))
+		return check_unknown("unknown mode '%s' (t1 or hot)", mode);
+	m = !strcmp(mode, "hot");
+	if (recon_job_load(&job, job_path, &err) < 0) {
+		code = check_unknown("%s", recon_err_str(&err, buf, sizeof(buf)));
+		goto out;
+	}
+	max_lag = job->check_max_lag_ms[m];
+	max_age = job->check_max_age_ms[m];
+	if ((max_lag_s && recon_duration_parse(max_lag_s, &max_lag, &err) < 0) ||
+	    (max_age_s && recon_duration_parse(max_age_s, &max_age, &err) < 0) ||
+	    recon_time_now(&now, &err) < 0) {
+		code = check_unknown("%s", recon_err_str(&err, buf, sizeof(buf)));
+		goto out;
+	}
+	if (recon_state_open(&st, job->state_path, false, &err) < 0) {
+		code = check_unknown("%s", recon_err_str(&err, buf, sizeof(buf)));
+		goto out;
+	}
+	if (sqlite3_prepare_v2(recon_state_db(st),
+			       "SELECT w.reconciled_until_ms, h.last_success_ms, "
+			       "(SELECT id FROM runs WHERE job = ?1 AND mode = ?2 AND dry_run = 0 "
+			       " ORDER BY id DESC LIMIT 1), "
+			       "(SELECT outcome = 'failed' FROM runs WHERE job = ?1 AND mode = ?2 "
+			       " AND dry_run = 0 ORDER BY id DESC LIMIT 1), "
+			       "(SELECT error FROM runs WHERE job = ?1 AND mode = ?2 AND dry_run = 0 "
+			       " ORDER BY id DESC LIMIT 1) "
+			       "FROM watermarks w JOIN heartbeats h ON h.job = w.job AND h.mode = w.mode "
+			       "WHERE w.job = ?1 AND w.mode = ?2",
+			       -1, &q, NULL) != SQLITE_OK) {
+		code = check_unknown("cannot read the state store '%s': %s", job->state_path,
+				     sqlite3_errmsg(recon_state_db(st)));
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) != SQLITE_ROW) {
+		code = check_unknown("job '%s' has no successful %s run in '%s'", job->name, mode,
+				     job->state_path);
+		goto out;
+	}
+	wm = sqlite3_column_int64(q, 0);
+	last_ok = sqlite3_column_int64(q, 1);
+	last_id = sqlite3_column_int64(q, 2);
+	failed = sqlite3_column_int(q, 3);
+	if (failed && sqlite3_column_type(q, 4) != SQLITE_NULL)
+		snprintf(last_err, sizeof(last_err), "%s", (const char *)sqlite3_column_text(q, 4));
+	lag = now - wm;
+	age = now - last_ok;
+	lv_lag = level(lag, max_lag);
+	lv_age = level(age, max_age);
+	code = lv_lag > lv_age ? lv_lag : lv_age;
+	if (failed && code < CHECK_WARNING)
+		code = CHECK_WARNING;
+	/* whole seconds are enough for people and perfdata; clocks may disagree: clamp at 0 */
+	lag = lag < 0 ? 0 : lag / 1000 * 1000;
+	age = age < 0 ? 0 : age / 1000 * 1000;
+	recon_duration_format(lag, lagb, sizeof(lagb));
+	recon_duration_format(age, ageb, sizeof(ageb));
+	recon_duration_format(max_lag, maxl, sizeof(maxl));
+	recon_duration_format(max_age, maxa, sizeof(maxa));
+	printf("RECON %s - %s watermark %s behind (max %s), last success %s ago (max %s)", names[code],
+	       mode, lagb, maxl, ageb, maxa);
+	if (failed)
+		printf("; last run %lld failed: %s", last_id, last_err);
+	printf(" | lag=%llds;%lld;%lld age=%llds;%lld;%lld\n", (long long)(lag / 1000),
+	       (long long)(max_lag / 1000), (long long)(2 * max_lag / 1000),
+	       (long long)(age / 1000), (long long)(max_age / 1000),
+	       (long long)(2 * max_age / 1000));
+	fflush(stdout);
+out:
+	sqlite3_finalize(q);
 	recon_state_close(st);
 	recon_job_free(job);
 	return code;

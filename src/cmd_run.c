@@ -3,6 +3,7 @@
  * one JSON object per window), and map the outcome to the exit code.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,122 @@ static int fail(const struct recon_err *err)
 	return recon_err_exit_code(err->code);
 }
 
+static void say(const struct recon_ctx *ctx, bool json, const char *fmt, ...) RECON_PRINTF(3, 4);
+static void say(const struct recon_ctx *ctx, bool json, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx->quiet || json)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+/* t1: the days to run. Returns the exit code when there is nothing to run, else -1. */
+static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool json,
+		   const char *date, int64_t *first, int64_t *last, struct recon_err *err)
+{
+	const struct recon_job *job = ctx->job;
+	int64_t yesterday = recon_tz_day_of(job->tz, ctx->now) - 1, wm = 0, d;
+	bool have_wm;
+	char a[40], b[16];
+	int rc;
+
+	rc = recon_state_watermark_get(st, job->name, "t1", &wm, err);
+	if (rc < 0 && rc != RECON_ENOTFOUND)
+		return recon_err_exit_code(rc);
+	have_wm = rc == 0;
+	if (date) {
+		if (recon_date_parse(date, &d, err) < 0)
+			return 64;
+		*first = *last = d;
+		if (have_wm && !ctx->dry_run) {
+			struct recon_window win;
+			recon_run_day_window(job, d, &win);
+			if (win.end <= wm) {
+				recon_time_format_utc(wm, a, sizeof(a));
+				say(ctx, json,
+				    "recon run: job '%s': %s is already reconciled (t1 watermark %s); "
+				    "use 'recon rerun --from %s --to %s' to recompute it\n",
+				    job->name, date, a, date, date);
+				return 0;
+			}
+		}
+		return -1;
+	}
+	if (!have_wm) {
+		*first = *last = yesterday;
+		return -1;
+	}
+	*first = recon_tz_day_of(job->tz, wm);
+	*last = yesterday;
+	if (*first > *last) {
+		recon_time_format_utc(wm, a, sizeof(a));
+		recon_date_format(yesterday, b, sizeof(b));
+		say(ctx, json, "recon run: job '%s': t1 is up to date (reconciled until %s, %s done)\n",
+		    job->name, a, b);
+		return 0;
+	}
+	if (*last - *first + 1 > job->t1_max_days) {
+		recon_log(RECON_LOG_WARN,
+			  "job '%s': %lld days behind; this run catches up %lld, the next runs the "
+			  "rest",
+			  job->name, (long long)(*last - *first + 1), (long long)job->t1_max_days);
+		*last = *first + job->t1_max_days - 1;
+	}
+	return -1;
+}
+
+/* hot: catch up window by window from the watermark, bounded per invocation. */
+static int run_hot(const struct recon_ctx *ctx, struct recon_state *st, bool json,
+		   struct recon_err *err)
+{
+	const struct recon_job *job = ctx->job;
+	int64_t wm, limit = ctx->now - job->hot_lag_ms, n = 0;
+	struct recon_window win;
+	char a[40], b[40];
+	int rc, code = 0;
+
+	rc = recon_state_watermark_get(st, job->name, "hot", &wm, err);
+	if (rc == RECON_ENOTFOUND) {
+		if (job->hot_start_set) {
+			wm = job->hot_start;
+		} else {
+			int64_t end;
+			recon_tz_day_bounds(job->tz, recon_tz_day_of(job->tz, ctx->now), &wm, &end);
+		}
+	} else if (rc < 0) {
+		return recon_err_exit_code(rc);
+	}
+	while (n < job->hot_max_windows) {
+		int64_t end = wm + job->hot_size_ms < limit ? wm + job->hot_size_ms : limit;
+		if (end <= wm)
+			break;
+		recon_run_span_window(job, wm, end, &win);
+		code = one_window(ctx, st, &win, json);
+		n++;
+		if (code || ctx->dry_run)
+			return code; /* a dry run moves no watermark: one window */
+		wm = end;
+	}
+	recon_time_format_utc(wm, a, sizeof(a));
+	if (!n) {
+		recon_time_format_utc(wm + job->hot_size_ms + job->hot_lag_ms, b, sizeof(b));
+		say(ctx, json,
+		    "recon run: job '%s': no hot window due (watermark %s; the next full window "
+		    "is due at %s)\n",
+		    job->name, a, b);
+	} else if (limit - wm >= job->hot_size_ms) {
+		recon_log(RECON_LOG_WARN,
+			  "job '%s': hot is behind: reconciled until %s, about %lld more windows "
+			  "to catch up on the next ticks",
+			  job->name, a, (long long)((limit - wm) / job->hot_size_ms));
+	}
+	return 0;
+}
+
 int recon_cmd_run(int argc, char **argv)
 {
 	const bool rerun = !strcmp(argv[0], "rerun");
@@ -179,7 +296,7 @@ int recon_cmd_run(int argc, char **argv)
 	struct recon_ctx ctx = {0};
 	struct recon_err err;
 	struct recon_window win;
-	int64_t day, first, last;
+	int64_t day, first = 0, last = -1;
 	int lock = -1, code = 0;
 
 	recon_err_init(&err);
@@ -202,9 +319,10 @@ int recon_cmd_run(int argc, char **argv)
 		fprintf(stderr, "recon run: unknown mode '%s' (t1 or hot)\n", mode);
 		return 64;
 	}
-	if (mode && !strcmp(mode, "hot")) {
-		fprintf(stderr, "recon run: --mode hot is not available in this build yet; "
-				"use t1\n");
+	ctx.mode = mode && !strcmp(mode, "hot") ? RECON_MODE_HOT : RECON_MODE_T1;
+	if (ctx.mode == RECON_MODE_HOT && date) {
+		fprintf(stderr, "recon run: --date applies to t1 runs; hot windows follow the "
+				"watermark\n");
 		return 64;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0) {
@@ -212,7 +330,6 @@ int recon_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	ctx.job = job;
-	ctx.mode = RECON_MODE_T1;
 	ctx.dry_run = dry_run;
 	ctx.quiet = quiet;
 	if (recon_time_now(&ctx.now, &err) < 0) {
@@ -230,20 +347,24 @@ int recon_cmd_run(int argc, char **argv)
 			code = 64;
 			goto out;
 		}
-	} else if (date) {
-		if (recon_date_parse(date, &first, &err) < 0) {
-			code = 64;
-			fail(&err);
-			goto out;
-		}
-		last = first;
-	} else {
-		first = last = recon_tz_day_of(job->tz, ctx.now) - 1; /* yesterday */
 	}
 	if (recon_state_open(&st, job->state_path, true, &err) < 0 ||
 	    recon_state_lock(job->state_path, job->name, ctx.now, &lock, &err) < 0) {
 		code = fail(&err);
 		goto out;
+	}
+	if (ctx.mode == RECON_MODE_HOT) {
+		code = run_hot(&ctx, st, json, &err);
+		goto out;
+	}
+	if (!rerun) {
+		code = plan_t1(&ctx, st, json, date, &first, &last, &err);
+		if (code >= 0) {
+			if (err.code)
+				fail(&err);
+			goto out;
+		}
+		code = 0;
 	}
 	for (day = first; day <= last; day++) {
 		recon_run_day_window(job, day, &win);

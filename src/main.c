@@ -19,6 +19,7 @@ static const char usage[] =
     "  rerun    recompute a range of business days\n"
     "  diff     print the differences a run found\n"
     "  status   show watermarks, last runs and open differences\n"
+    "  check    monitoring-plugin check of the watermark and last success\n"
     "\n"
     "Every command takes --job FILE, --quiet and --help.\n";
 
@@ -32,6 +33,7 @@ static const struct command commands[] = {
     {"rerun", recon_cmd_run},
     {"diff", recon_cmd_diff},
     {"status", recon_cmd_status},
+    {"check", recon_cmd_check},
 };
 
 int main(int argc, char **argv)

@@ -107,36 +107,101 @@ struct loader {
 	struct recon_err *err;
 };
 
-/* Line of the current key path: each component searched after the previous one. */
+/* JSON text scanning, only to tell which line a key stands on (jansson keeps no positions). */
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	return p;
+}
+
+/* p at '"': returns the position after the closing quote. */
+static const char *skip_string(const char *p)
+{
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
+}
+
+static const char *skip_value(const char *p)
+{
+	int depth = 0;
+
+	p = skip_ws(p);
+	if (*p == '"')
+		return skip_string(p);
+	if (*p != '{' && *p != '[') {
+		while (*p && *p != ',' && *p != '}' && *p != ']')
+			p++;
+		return p;
+	}
+	for (; *p; p++) {
+		if (*p == '"') {
+			p = skip_string(p) - 1;
+		} else if (*p == '{' || *p == '[') {
+			depth++;
+		} else if (*p == '}' || *p == ']') {
+			if (--depth == 0)
+				return p + 1;
+		}
+	}
+	return p;
+}
+
+/* The member `name` directly inside the object at obj ('{'): its key's position, or NULL. */
+static const char *find_member(const char *obj, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+	const char *p = skip_ws(obj);
+
+	if (*p != '{')
+		return NULL;
+	p = skip_ws(p + 1);
+	while (*p == '"') {
+		const char *key = p, *after = skip_string(p);
+		p = skip_ws(after);
+		if (*p != ':')
+			return NULL;
+		p = skip_ws(p + 1);
+		if ((size_t)(after - key) == n + 2 && !strncmp(key + 1, name, n)) {
+			*value = p;
+			return key;
+		}
+		p = skip_ws(skip_value(p));
+		if (*p != ',')
+			return NULL;
+		p = skip_ws(p + 1);
+	}
+	return NULL;
+}
+
+static int line_of(const char *text, const char *pos)
+{
+	int line = 1;
+
+	for (const char *c = text; c < pos; c++)
+		line += *c == '\n';
+	return line;
+}
+
+/*
+ * Line of the current key path, following the path through the objects it
+ * names; a key that is absent reports its parent's line (0 at the top).
+ */
 static int key_line(const struct loader *L)
 {
-	const char *p = L->text;
-	int line = 0;
+	const char *obj = L->text, *hit = NULL, *value;
+	int depth = L->depth < PATH_MAX_DEPTH ? L->depth : PATH_MAX_DEPTH;
 
-	for (int i = 0; i < L->depth && p; i++) {
-		size_t n = strlen(L->path[i]);
-		const char *q = p;
-		const char *hit = NULL;
-		while ((q = strchr(q, '"')) != NULL) {
-			if (!strncmp(q + 1, L->path[i], n) && q[1 + n] == '"') {
-				const char *r = q + 2 + n;
-				while (*r == ' ' || *r == '\t' || *r == '\r' || *r == '\n')
-					r++;
-				if (*r == ':') {
-					hit = q;
-					break;
-				}
-			}
-			q++;
-		}
-		if (!hit)
+	for (int i = 0; i < depth; i++) {
+		const char *k = find_member(obj, L->path[i], &value);
+		if (!k)
 			break;
-		p = hit + 1;
-		line = 1;
-		for (const char *c = L->text; c < hit; c++)
-			line += *c == '\n';
+		hit = k;
+		obj = value;
 	}
-	return line;
+	return hit ? line_of(L->text, hit) : 0;
 }
 
 static int lerr(struct loader *L, const char *fmt, ...) RECON_PRINTF(2, 3);
@@ -223,6 +288,16 @@ static int get_str(struct loader *L, json_t *obj, const char *key, char **out)
 	return rc;
 }
 
+/* "description": free text for people; only its type is checked. */
+static int check_description(struct loader *L, json_t *obj)
+{
+	char *d = NULL;
+	int rc = get_str(L, obj, "description", &d);
+
+	free(d);
+	return rc;
+}
+
 static int get_bool(struct loader *L, json_t *obj, const char *key, bool *out)
 {
 	json_t *v = json_object_get(obj, key);
@@ -252,10 +327,10 @@ static int get_count(struct loader *L, json_t *obj, const char *key, int64_t *ou
 	recon_err_init(&e);
 	if (json_is_integer(v) && json_integer_value(v) >= 0) {
 		*out = json_integer_value(v);
-	} else if (json_is_string(v) &&
+	} else if (json_is_string(v) && json_string_length(v) > 0 &&
+		   strspn(json_string_value(v), "0123456789") == json_string_length(v) &&
 		   recon_money_parse(json_string_value(v), json_string_length(v), 0,
-				     RECON_MONEY_MINOR, out, &e) == 0 &&
-		   *out >= 0) {
+				     RECON_MONEY_MINOR, out, &e) == 0) {
 		;
 	} else {
 		rc = lerr(L, "expected a non-negative integer (not a real number)");
@@ -278,6 +353,28 @@ static int get_duration(struct loader *L, json_t *obj, const char *key, int64_t 
 		rc = lerr(L, "expected a duration string such as \"5m\"");
 	else if (recon_duration_parse(json_string_value(v), out, &e) < 0)
 		rc = lerr(L, "%s", e.msg);
+	pop(L);
+	return rc;
+}
+
+/* A timestamp in the job's zone ("2024-01-16 00:00:00", or with Z / an offset). */
+static int get_instant(struct loader *L, json_t *obj, const char *key, const struct recon_tz *tz,
+		       bool *set, int64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	struct recon_err e;
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, key);
+	recon_err_init(&e);
+	if (!json_is_string(v))
+		rc = lerr(L, "expected a timestamp string such as \"2024-01-16 00:00:00\"");
+	else if (recon_time_parse(json_string_value(v), json_string_length(v), tz, out, &e) < 0)
+		rc = lerr(L, "%s", e.msg);
+	else
+		*set = true;
 	pop(L);
 	return rc;
 }
@@ -564,7 +661,7 @@ static char *path_join(const char *dir, const char *p)
 	if (p[0] == '/' || !dir[0])
 		return recon_xstrdup(p);
 	recon_buf_init(&b);
-	recon_buf_addf(&b, "%s/%s", dir, p);
+	recon_buf_addf(&b, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", p);
 	return recon_buf_detach(&b);
 }
 
@@ -713,7 +810,8 @@ static int load_profile(struct loader *outer, const char *jobdir, struct recon_s
 	L.file = path;
 	L.text = text;
 	L.err = outer->err;
-	if ((rc = check_keys(&L, root, csv_keys)) < 0 || (rc = get_csv_layout(&L, root, s)) < 0 ||
+	if ((rc = check_keys(&L, root, csv_keys)) < 0 || (rc = check_description(&L, root)) < 0 ||
+	    (rc = get_csv_layout(&L, root, s)) < 0 ||
 	    (rc = get_side_common(&L, root, s, false)) < 0)
 		goto out;
 	*profile_out = json_incref(root);
@@ -746,7 +844,8 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 		rc = lerr(L, "expected an object");
 		goto out;
 	}
-	if ((rc = check_keys(L, obj, side_keys)) < 0 || (rc = get_str(L, obj, "kind", &kind)) < 0)
+	if ((rc = check_keys(L, obj, side_keys)) < 0 || (rc = check_description(L, obj)) < 0 ||
+	    (rc = get_str(L, obj, "kind", &kind)) < 0)
 		goto out;
 	if (!kind) {
 		push(L, "kind");
@@ -947,6 +1046,7 @@ static const char *const job_keys[] = {"job",
 				       "max_rejects",
 				       "state",
 				       "heartbeat",
+				       "check",
 				       NULL};
 
 /* Side zone and currency defaults, then the zone itself. */
@@ -958,13 +1058,14 @@ static int finish_side(struct loader *L, struct recon_job *job, struct recon_sid
 		s->tz_name = recon_xstrdup(job->tz_name);
 	if (!s->currency)
 		s->currency = recon_xstrdup(job->currency);
+	struct recon_err e;
+
 	push(L, s->role);
 	push(L, "timezone");
-	rc = recon_tz_load(&s->tz, s->tz_name, L->err);
-	if (rc < 0) {
-		L->err->code = 0;
-		rc = lerr(L, "unknown time zone '%s'", s->tz_name);
-	}
+	recon_err_init(&e);
+	rc = recon_tz_load(&s->tz, s->tz_name, &e);
+	if (rc < 0)
+		rc = lerr(L, "%s", e.msg);
 	pop(L);
 	pop(L);
 	return rc;
@@ -985,8 +1086,10 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	job->file = recon_xstrdup(path);
 	slash = strrchr(path, '/');
 	job->dir = slash ? recon_xstrndup(path, (size_t)(slash - path)) : recon_xstrdup("");
-	if (slash && slash == path)
-		job->dir[0] = '\0', free(job->dir), job->dir = recon_xstrdup("/");
+	if (slash && slash == path) {
+		free(job->dir);
+		job->dir = recon_xstrdup("/");
+	}
 	text = slurp(path, &len, err);
 	if (!text) {
 		rc = RECON_ECONFIG;
@@ -1004,7 +1107,14 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	job->margin_ms = 10 * RECON_MS_PER_MIN;
 	job->hot_size_ms = 5 * RECON_MS_PER_MIN;
 	job->hot_lag_ms = 2 * RECON_MS_PER_MIN;
-	if ((rc = check_keys(&L, root, job_keys)) < 0 ||
+	job->hot_max_windows = 12;
+	job->t1_max_days = 31;
+	/* t1: at 10:30 yesterday is reconciled, so the watermark is ~34.5h old at worst */
+	job->check_max_lag_ms[0] = 36 * RECON_MS_PER_HOUR;
+	job->check_max_age_ms[0] = 26 * RECON_MS_PER_HOUR;
+	job->check_max_lag_ms[1] = 15 * RECON_MS_PER_MIN;
+	job->check_max_age_ms[1] = 15 * RECON_MS_PER_MIN;
+	if ((rc = check_keys(&L, root, job_keys)) < 0 || (rc = check_description(&L, root)) < 0 ||
 	    (rc = get_str(&L, root, "job", &job->name)) < 0 ||
 	    (rc = get_str(&L, root, "timezone", &job->tz_name)) < 0 ||
 	    (rc = get_str(&L, root, "currency", &cur)) < 0)
@@ -1025,10 +1135,12 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	if (!job->tz_name)
 		job->tz_name = recon_xstrdup("UTC");
 	push(&L, "timezone");
-	rc = recon_tz_load(&job->tz, job->tz_name, err);
-	if (rc < 0) {
-		err->code = 0;
-		rc = lerr(&L, "unknown time zone '%s'", job->tz_name);
+	{
+		struct recon_err e;
+		recon_err_init(&e);
+		rc = recon_tz_load(&job->tz, job->tz_name, &e);
+		if (rc < 0)
+			rc = lerr(&L, "%s", e.msg);
 	}
 	pop(&L);
 	if (rc < 0)
@@ -1088,16 +1200,49 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 		goto out;
 	v = json_object_get(root, "hot");
 	if (v) {
-		static const char *const hot_keys[] = {"size", "lag", NULL};
+		static const char *const hot_keys[] = {"size", "lag", "start", "max_windows", NULL};
 		push(&L, "hot");
 		if (!json_is_object(v))
 			rc = lerr(&L, "expected an object");
 		else if ((rc = check_keys(&L, v, hot_keys)) == 0 &&
-			 (rc = get_duration(&L, v, "size", &job->hot_size_ms)) == 0)
-			rc = get_duration(&L, v, "lag", &job->hot_lag_ms);
+			 (rc = get_duration(&L, v, "size", &job->hot_size_ms)) == 0 &&
+			 (rc = get_duration(&L, v, "lag", &job->hot_lag_ms)) == 0 &&
+			 (rc = get_count(&L, v, "max_windows", &job->hot_max_windows)) == 0)
+			rc = get_instant(&L, v, "start", job->tz, &job->hot_start_set,
+					 &job->hot_start);
+		if (rc == 0 && job->hot_max_windows < 1) {
+			push(&L, "max_windows");
+			rc = lerr(&L, "must be at least 1");
+			pop(&L);
+		}
 		if (rc == 0 && job->hot_size_ms <= 0) {
 			push(&L, "size");
 			rc = lerr(&L, "must be longer than zero");
+			pop(&L);
+		}
+		pop(&L);
+		if (rc < 0)
+			goto out;
+	}
+	v = json_object_get(root, "check");
+	if (v) {
+		static const char *const check_keys_[] = {"t1", "hot", NULL};
+		static const char *const mode_keys[] = {"max_lag", "max_age", NULL};
+		push(&L, "check");
+		if (!json_is_object(v))
+			rc = lerr(&L, "expected an object with 't1' and/or 'hot'");
+		else
+			rc = check_keys(&L, v, check_keys_);
+		for (int m = 0; m < 2 && rc == 0; m++) {
+			json_t *mv = json_object_get(v, m ? "hot" : "t1");
+			if (!mv)
+				continue;
+			push(&L, m ? "hot" : "t1");
+			if (!json_is_object(mv))
+				rc = lerr(&L, "expected an object with 'max_lag' and/or 'max_age'");
+			else if ((rc = check_keys(&L, mv, mode_keys)) == 0 &&
+				 (rc = get_duration(&L, mv, "max_lag", &job->check_max_lag_ms[m])) == 0)
+				rc = get_duration(&L, mv, "max_age", &job->check_max_age_ms[m]);
 			pop(&L);
 		}
 		pop(&L);

@@ -234,7 +234,9 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	if ((rc = recon_state_run_begin(st, &info, &sum->run_id, err)) < 0)
 		goto fail_unrecorded;
 
-	cmp = recon_compare_new(job, win, ctx->now, job->upstream.kind == RECON_KIND_CSV);
+	/* a t1 statement file is its day's window; in hot windows entry times decide */
+	cmp = recon_compare_new(job, win, ctx->now,
+				job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1);
 	rd = (struct reader){ctx, win, cmp, &rejects, sum};
 	if ((rc = recon_source_open(&up, &job->upstream, win, err)) < 0 ||
 	    (rc = drain(&rd, &job->upstream, RECON_SIDE_UPSTREAM, up, false, err)) < 0 ||
@@ -304,8 +306,30 @@ record:
 		}
 	}
 	if (sum->success && !ctx->dry_run) {
-		/* last: the watermark, then the heartbeat that exports it */
-		if ((rc = recon_state_success(st, job->name, recon_mode_name(ctx->mode), win->end,
+		/*
+		 * Last: the watermark, then the heartbeat that exports it. The
+		 * watermark only moves over contiguous windows: a day run ahead of
+		 * an unreconciled gap leaves it where it is.
+		 */
+		int64_t wm = 0, until = win->end;
+		int g = recon_state_watermark_get(st, job->name, recon_mode_name(ctx->mode), &wm,
+						  err);
+		if (g < 0 && g != RECON_ENOTFOUND) {
+			rc = g;
+			sum->success = false;
+			note_error(sum, err);
+			goto out;
+		}
+		if (g == 0 && win->start > wm) {
+			char a[40];
+			recon_time_format_utc(wm, a, sizeof(a));
+			recon_log(RECON_LOG_WARN,
+				  "watermark stays at %s: the windows before this one are not "
+				  "reconciled yet",
+				  a);
+			until = wm;
+		}
+		if ((rc = recon_state_success(st, job->name, recon_mode_name(ctx->mode), until,
 					      sum->run_id, ctx->now, sum->duration_ms, err)) < 0 ||
 		    (job->heartbeat_path &&
 		     (rc = recon_heartbeat_write(st, job->name, job->heartbeat_path, err)) < 0)) {

@@ -1,0 +1,187 @@
+#include "recon_sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recon_mem.h"
+
+/* FIPS 180-4, 4.2.2: the first 32 bits of the fractional parts of the cube roots of the
+ * first 64 primes. */
+static const uint32_t K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+/* FIPS 180-4, 5.3.3: the initial hash value H(0). */
+static const uint32_t H0[8] = {
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+
+#define FILE_CHUNK (1u << 20) /* recon_sha256_file reads 1 MiB at a time */
+
+static uint32_t rotr(uint32_t x, unsigned n)
+{
+	return (x >> n) | (x << (32 - n));
+}
+
+static uint32_t load_be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* FIPS 180-4, 6.2.2: one 512-bit block into the hash value. */
+static void compress(uint32_t h[8], const unsigned char *block)
+{
+	uint32_t w[64];
+	uint32_t a, b, c, d, e, f, g, hh;
+
+	for (int t = 0; t < 16; t++)
+		w[t] = load_be32(block + 4 * t);
+	for (int t = 16; t < 64; t++) {
+		uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+		uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+		w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+	}
+	a = h[0];
+	b = h[1];
+	c = h[2];
+	d = h[3];
+	e = h[4];
+	f = h[5];
+	g = h[6];
+	hh = h[7];
+	for (int t = 0; t < 64; t++) {
+		uint32_t S1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+		uint32_t ch = (e & f) ^ (~e & g);
+		uint32_t t1 = hh + S1 + ch + K[t] + w[t];
+		uint32_t S0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+		uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+		uint32_t t2 = S0 + maj;
+		hh = g;
+		g = f;
+		f = e;
+		e = d + t1;
+		d = c;
+		c = b;
+		b = a;
+		a = t1 + t2;
+	}
+	h[0] += a;
+	h[1] += b;
+	h[2] += c;
+	h[3] += d;
+	h[4] += e;
+	h[5] += f;
+	h[6] += g;
+	h[7] += hh;
+}
+
+void recon_sha256_init(struct recon_sha256 *c)
+{
+	memcpy(c->h, H0, sizeof(c->h));
+	c->len = 0;
+	c->fill = 0;
+}
+
+void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n)
+{
+	const unsigned char *in = p;
+
+	c->len += n;
+	if (c->fill) {
+		size_t take = 64 - c->fill < n ? 64 - c->fill : n;
+		memcpy(c->block + c->fill, in, take);
+		c->fill += take;
+		in += take;
+		n -= take;
+		if (c->fill < 64)
+			return;
+		compress(c->h, c->block);
+		c->fill = 0;
+	}
+	/* Whole blocks straight from the input: no copy. */
+	for (; n >= 64; in += 64, n -= 64)
+		compress(c->h, in);
+	if (n) {
+		memcpy(c->block, in, n);
+		c->fill = n;
+	}
+}
+
+void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	uint64_t bits = c->len * 8; /* FIPS 180-4, 5.1.1: the length in bits, mod 2^64 */
+
+	/* Padding: a 1 bit, zeros up to 56 mod 64, then the 64-bit big-endian length. */
+	c->block[c->fill++] = 0x80;
+	if (c->fill > 56) {
+		memset(c->block + c->fill, 0, 64 - c->fill);
+		compress(c->h, c->block);
+		c->fill = 0;
+	}
+	memset(c->block + c->fill, 0, 56 - c->fill);
+	for (int i = 0; i < 8; i++)
+		c->block[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+	compress(c->h, c->block);
+	for (int i = 0; i < 8; i++) {
+		for (int j = 0; j < 8; j++)
+			hex[8 * i + j] = digits[(c->h[i] >> (28 - 4 * j)) & 0xf];
+	}
+	hex[64] = '\0';
+	/* Leave the context in a defined state; it must be re-initialised before reuse. */
+	recon_sha256_init(c);
+}
+
+void recon_sha256_hex(const void *p, size_t n, char hex[65])
+{
+	struct recon_sha256 c;
+
+	recon_sha256_init(&c);
+	recon_sha256_update(&c, p, n);
+	recon_sha256_final_hex(&c, hex);
+}
+
+int recon_sha256_file(const char *path, char hex[65], struct recon_err *err)
+{
+	struct recon_sha256 c;
+	unsigned char *buf = NULL;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = recon_err_set(err, RECON_EUNAVAIL, NULL, "cannot open '%s': %s", path,
+				    strerror(errno));
+		goto out;
+	}
+	buf = recon_xmalloc(FILE_CHUNK);
+	recon_sha256_init(&c);
+	for (;;) {
+		ssize_t n = read(fd, buf, FILE_CHUNK);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = recon_err_set(err, RECON_EUNAVAIL, NULL, "cannot read '%s': %s", path,
+					    strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		recon_sha256_update(&c, buf, (size_t)n);
+	}
+	recon_sha256_final_hex(&c, hex);
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}

@@ -1,0 +1,919 @@
+/*
+ * source_csv: the CSV statement reader (kind "csv").
+ *
+ * The file is read with read(2) in 1 MiB blocks and cut into physical lines
+ * with memchr(), so memory grows with the longest record, never with the
+ * file. Each physical line is, in order: dropped (skip_lines), transcoded to
+ * UTF-8 (encoding other than UTF-8), stripped of a UTF-8 BOM (line 1) and of
+ * the '\r' of a CRLF, then classified outside a record: blank (skipped), stop
+ * line (it and the rest of the file become the trailer), comment line
+ * (skipped; kept as footer once the header or data was seen), or the start
+ * of a record.
+ *
+ * Records: a line without the quote character (or any line when quoting is
+ * off) is split on the delimiter in place, without copying. A line holding
+ * the quote character goes through libcsv in strict mode, fed one physical
+ * line at a time, so a quoted field may span lines and the record keeps the
+ * number of the line it started on. Both paths give the same cells for the
+ * same text: libcsv is configured to trim nothing and to end records at '\n'
+ * only.
+ *
+ * Malformed records are not errors: they come back as rows with `reject`
+ * set (wrong field count, unterminated or misplaced quote, record over
+ * 16 MiB, invalid UTF-8 or NUL, invalid bytes in the source encoding), so
+ * every record read is either compared or kept as a reject.
+ */
+#include "recon_source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <iconv.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <csv.h>
+
+#include "recon_buf.h"
+#include "recon_job.h"
+#include "recon_mem.h"
+
+#define CSV_BLOCK      ((size_t)1 << 20)  /* read(2) size */
+#define CSV_MAX_RECORD ((size_t)16 << 20) /* longer records are rejects */
+#define CSV_RAW_MAX    1024		  /* row->raw cap */
+#define CSV_KEEP_MAX   ((size_t)1 << 20)  /* trailer / footer text cap */
+#define CSV_POS_MAX    100000		  /* header=false: largest column position */
+#define CSV_LIBCSV_BLK ((size_t)64 << 10) /* libcsv field buffer growth step */
+#define CSV_NO_COL     SIZE_MAX
+
+struct csv_field {
+	size_t off; /* from fbase */
+	size_t len;
+};
+
+struct csv_prefix {
+	const char *s; /* borrowed from the side */
+	size_t len;
+};
+
+struct csv_prefixes {
+	struct csv_prefix *v;
+	size_t n;
+};
+
+struct csv_source {
+	struct recon_source base;      /* must be first */
+	const struct recon_side *side; /* borrowed: the job outlives the source */
+	char *path;
+	int fd;
+
+	/* Line reader: buf[pos, end) is unread input; scan bytes of it hold no '\n'. */
+	char *buf;
+	size_t cap, pos, end, scan;
+	bool eof;
+	uint64_t lineno;	/* physical lines consumed */
+	bool overlong;		/* the line just returned was longer than CSV_MAX_RECORD */
+	struct recon_buf ovraw; /* its first CSV_RAW_MAX bytes */
+
+	/* Transcoding (encoding other than UTF-8). */
+	bool conv;
+	iconv_t cd;
+	struct recon_buf conv_out;
+	size_t conv_bad; /* 1-based offset of the first bad byte in the last line, or 0 */
+
+	/* Layout. */
+	char delim, quote;
+	bool has_strip;
+	unsigned char strip[256];
+	bool pfx_first[256]; /* first bytes of any stop or comment prefix */
+	struct csv_prefixes stop, comment;
+	size_t col[RECON_COL__COUNT]; /* 0-based column per role, or CSV_NO_COL */
+	size_t need;		      /* header=false: fields needed (largest position) */
+	size_t nfields;		      /* expected field count, 0 while unknown */
+	bool header_done;
+	bool seen_record; /* a record (header or data) was read: later comments are footer */
+	bool done;
+
+	/* The current record. */
+	struct csv_parser csv;
+	bool rec_done; /* libcsv ended the record */
+	struct csv_field *f;
+	size_t nf, falloc;
+	const char *fbase; /* the fields' text: the line itself, or fbuf */
+	size_t flen;	   /* bytes from fbase covered by the fields */
+	struct recon_buf fbuf;
+	struct recon_buf rawbuf;
+	uint64_t rec_line;
+	size_t rec_conv_bad;
+	char reason[160];
+	struct recon_raw_row row;
+
+	/* Kept text for control totals. */
+	struct recon_buf footer;
+	struct recon_buf trailer;
+	bool has_trailer;
+	uint64_t trailer_line;
+};
+
+static void csv_close(struct recon_source *src);
+
+/* ---- line reader ---- */
+
+static int fill(struct csv_source *s, struct recon_err *err)
+{
+	ssize_t n;
+
+	if (s->cap - s->end < CSV_BLOCK) {
+		if (s->pos) {
+			memmove(s->buf, s->buf + s->pos, s->end - s->pos);
+			s->end -= s->pos;
+			s->pos = 0;
+		}
+		if (s->cap - s->end < CSV_BLOCK) {
+			size_t cap = s->cap;
+
+			while (cap - s->end < CSV_BLOCK)
+				cap = recon_st_mult(cap, 2);
+			s->buf = recon_xrealloc(s->buf, cap);
+			s->cap = cap;
+		}
+	}
+	do
+		n = read(s->fd, s->buf + s->end, CSV_BLOCK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
+				     strerror(errno));
+	if (n == 0)
+		s->eof = true;
+	s->end += (size_t)n;
+	return 0;
+}
+
+/*
+ * Next physical line without its '\n': 1 and *line, *len (valid until the next
+ * call), 0 at end of file, or < 0. A line over CSV_MAX_RECORD is dropped as it
+ * streams by; it comes back with s->overlong set and *line its first bytes.
+ */
+static int next_line(struct csv_source *s, char **line, size_t *len, struct recon_err *err)
+{
+	int rc;
+
+	s->overlong = false;
+	for (;;) {
+		size_t avail = s->end - s->pos;
+		char *nl = memchr(s->buf + s->pos + s->scan, '\n', avail - s->scan);
+
+		if (nl || (s->eof && (avail || s->overlong))) {
+			size_t n = nl ? (size_t)(nl - (s->buf + s->pos)) : avail;
+
+			*line = s->buf + s->pos;
+			*len = n;
+			s->pos += nl ? n + 1 : n;
+			s->scan = 0;
+			s->lineno++;
+			if (!s->overlong && n > CSV_MAX_RECORD) {
+				/* a last block can bring a too-long line in whole */
+				s->overlong = true;
+				recon_buf_reset(&s->ovraw);
+				recon_buf_add(&s->ovraw, *line, CSV_RAW_MAX);
+			}
+			if (s->overlong) {
+				*line = s->ovraw.s;
+				*len = s->ovraw.len;
+			}
+			return 1;
+		}
+		if (s->eof)
+			return 0;
+		s->scan = avail;
+		if (avail > CSV_MAX_RECORD) {
+			if (!s->overlong) {
+				s->overlong = true;
+				recon_buf_reset(&s->ovraw);
+				recon_buf_add(&s->ovraw, s->buf + s->pos, CSV_RAW_MAX);
+			}
+			s->pos = s->end = s->scan = 0;
+		}
+		rc = fill(s, err);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+/* ---- transcoding ---- */
+
+/* Converts line to UTF-8 in conv_out; a bad byte is copied as is and noted in conv_bad. */
+static void convert(struct csv_source *s, char **line, size_t *len)
+{
+	struct recon_buf *o = &s->conv_out;
+	char *in = *line;
+	size_t inleft = *len;
+
+	s->conv_bad = 0;
+	recon_buf_reset(o);
+	iconv(s->cd, NULL, NULL, NULL, NULL);
+	recon_buf_grow(o, recon_st_add(recon_st_mult(inleft, 2), 16));
+	for (;;) {
+		char *out = o->s + o->len;
+		size_t outleft = o->alloc - 1 - o->len;
+		size_t r = iconv(s->cd, inleft ? &in : NULL, &inleft, &out, &outleft);
+
+		o->len = (size_t)(out - o->s);
+		if (r != (size_t)-1) {
+			if (!inleft)
+				break;
+			continue;
+		}
+		if (errno == E2BIG) {
+			recon_buf_grow(o, recon_st_add(recon_st_mult(inleft, 4), 16));
+			continue;
+		}
+		/* EILSEQ, or EINVAL (a sequence cut short by the end of the line) */
+		if (!s->conv_bad)
+			s->conv_bad = (size_t)(in - *line) + 1;
+		recon_buf_grow(o, 1);
+		o->s[o->len++] = *in++;
+		inleft--;
+	}
+	o->s[o->len] = '\0';
+	*line = o->s;
+	*len = o->len;
+}
+
+/* ---- helpers ---- */
+
+static bool starts_with_any(const struct csv_prefixes *p, const char *line, size_t len)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].len <= len && !memcmp(line, p->v[i].s, p->v[i].len))
+			return true;
+	return false;
+}
+
+static void keep_line(struct recon_buf *b, const char *line, size_t len)
+{
+	if (b->len + len + 1 > CSV_KEEP_MAX)
+		return;
+	recon_buf_add(b, line, len);
+	recon_buf_addc(b, '\n');
+}
+
+static void raw_add(struct recon_buf *b, const char *p, size_t n)
+{
+	if (b->len >= CSV_RAW_MAX)
+		return;
+	recon_buf_add(b, p, n < CSV_RAW_MAX - b->len ? n : CSV_RAW_MAX - b->len);
+}
+
+static void add_field(struct csv_source *s, size_t off, size_t len)
+{
+	if (s->nf == s->falloc)
+		recon_grow((void **)&s->f, &s->falloc, s->nf + 1, sizeof(*s->f));
+	s->f[s->nf].off = off;
+	s->f[s->nf].len = len;
+	s->nf++;
+}
+
+static void on_field(void *p, size_t n, void *data)
+{
+	struct csv_source *s = data;
+
+	add_field(s, s->fbuf.len, n);
+	recon_buf_add(&s->fbuf, p, n);
+}
+
+static void on_row(int c, void *data)
+{
+	struct csv_source *s = data;
+
+	(void)c;
+	s->rec_done = true;
+}
+
+static int never_space(unsigned char c)
+{
+	(void)c;
+	return 0;
+}
+
+static int is_newline(unsigned char c)
+{
+	return c == '\n';
+}
+
+static void set_reason(struct csv_source *s, const char *fmt, ...) RECON_PRINTF(2, 3);
+
+static void set_reason(struct csv_source *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->reason[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
+	va_end(ap);
+}
+
+static void parser_reset(struct csv_source *s)
+{
+	csv_fini(&s->csv, NULL, NULL, NULL);
+}
+
+/* Splits an unquoted line in place. */
+static void split_line(struct csv_source *s, const char *line, size_t len)
+{
+	const char *p = line, *e = line + len;
+	const char delim = s->delim;
+
+	s->nf = 0;
+	for (;;) {
+		const char *d = memchr(p, delim, (size_t)(e - p));
+
+		if (!d) {
+			add_field(s, (size_t)(p - line), (size_t)(e - p));
+			break;
+		}
+		add_field(s, (size_t)(p - line), (size_t)(d - p));
+		p = d + 1;
+	}
+	s->fbase = line;
+	s->flen = len;
+}
+
+static size_t count_char(const char *p, size_t n, char c)
+{
+	size_t k = 0;
+	const char *e = p + n;
+
+	while ((p = memchr(p, c, (size_t)(e - p))) != NULL) {
+		k++;
+		p++;
+	}
+	return k;
+}
+
+/*
+ * Reads the next record into s->f/fbase (with reason, rec_line, raw).
+ * Returns 1, 0 when the data is over (end of file or stop line), or < 0.
+ */
+static int read_record(struct csv_source *s, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	bool in_rec = false, had_cr;
+	unsigned parity = 0;
+	size_t rec_bytes = 0;
+	char *line;
+	size_t len, used;
+	int rc;
+
+	s->reason[0] = '\0';
+	s->rec_conv_bad = 0;
+	for (;;) {
+		rc = next_line(s, &line, &len, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			if (!in_rec)
+				return 0;
+			parser_reset(s);
+			set_reason(s, "unterminated quoted field");
+			goto libcsv_out;
+		}
+		if (s->lineno <= side->skip_lines)
+			continue;
+		if (s->overlong) {
+			if (in_rec) {
+				parser_reset(s);
+				set_reason(s, "record longer than %zu bytes", CSV_MAX_RECORD);
+				goto libcsv_out;
+			}
+			s->rec_line = s->lineno;
+			s->nf = 0;
+			s->fbase = line;
+			s->flen = 0;
+			s->row.raw = line;
+			s->row.raw_len = len;
+			set_reason(s, "record longer than %zu bytes", CSV_MAX_RECORD);
+			return 1;
+		}
+		had_cr = len && line[len - 1] == '\r';
+		len -= had_cr;
+		if (s->conv)
+			convert(s, &line, &len);
+		if (s->lineno == 1 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) {
+			line += 3;
+			len -= 3;
+		}
+		if (!in_rec) {
+			if (!len)
+				continue;
+			if (s->pfx_first[(unsigned char)line[0]]) {
+				if (starts_with_any(&s->stop, line, len)) {
+					s->has_trailer = true;
+					s->trailer_line = s->lineno;
+					keep_line(&s->trailer, line, len);
+					while (s->trailer.len < CSV_KEEP_MAX) {
+						rc = next_line(s, &line, &len, err);
+						if (rc <= 0)
+							return rc;
+						len -= len && line[len - 1] == '\r';
+						if (s->conv && !s->overlong)
+							convert(s, &line, &len);
+						keep_line(&s->trailer, line, len);
+					}
+					return 0;
+				}
+				if (starts_with_any(&s->comment, line, len)) {
+					if (s->seen_record)
+						keep_line(&s->footer, line, len);
+					continue;
+				}
+			}
+			s->rec_line = s->lineno;
+			s->rec_conv_bad = s->conv_bad;
+			if (!s->quote || !memchr(line, s->quote, len)) {
+				split_line(s, line, len);
+				s->row.raw = line;
+				s->row.raw_len = len < CSV_RAW_MAX ? len : CSV_RAW_MAX;
+				return 1;
+			}
+			in_rec = true;
+			s->nf = 0;
+			s->rec_done = false;
+			recon_buf_reset(&s->fbuf);
+			recon_buf_reset(&s->rawbuf);
+		} else {
+			raw_add(&s->rawbuf, "\n", 1);
+			if (!s->rec_conv_bad)
+				s->rec_conv_bad = s->conv_bad;
+			rec_bytes++;
+		}
+		rec_bytes += len;
+		if (rec_bytes > CSV_MAX_RECORD) {
+			parser_reset(s);
+			set_reason(s, "record longer than %zu bytes", CSV_MAX_RECORD);
+			goto libcsv_out;
+		}
+		raw_add(&s->rawbuf, line, len);
+		/*
+		 * In strict mode every quote opens, closes or doubles inside a
+		 * quoted field, so an odd count means the line ends inside one:
+		 * its newline (with the '\r', if any) belongs to the cell.
+		 */
+		parity ^= (unsigned)(count_char(line, len, s->quote) & 1);
+		used = csv_parse(&s->csv, line, len, on_field, on_row, s);
+		if (used < len) {
+			set_reason(s, "misplaced quote character in field %zu", s->nf + 1);
+			parser_reset(s);
+			goto libcsv_out;
+		}
+		if (parity) {
+			if (csv_parse(&s->csv, &"\r\n"[!had_cr], 1 + had_cr, on_field, on_row, s) !=
+			    1u + had_cr) {
+				set_reason(s, "misplaced quote character in field %zu", s->nf + 1);
+				parser_reset(s);
+				goto libcsv_out;
+			}
+			continue;
+		}
+		(void)csv_parse(&s->csv, "\n", 1, on_field, on_row, s);
+		if (!s->rec_done) { /* cannot happen outside quotes; never loop on it */
+			parser_reset(s);
+			set_reason(s, "misplaced quote character in field %zu", s->nf + 1);
+		}
+		goto libcsv_out;
+	}
+libcsv_out:
+	s->fbase = s->fbuf.s;
+	s->flen = s->fbuf.len;
+	s->row.raw = s->rawbuf.s;
+	s->row.raw_len = s->rawbuf.len;
+	return 1;
+}
+
+/* ---- validation ---- */
+
+#define ASCII_HI 0x8080808080808080ULL
+#define ASCII_LO 0x0101010101010101ULL
+
+/* True when p[0..n) is ASCII without NUL (8 bytes at a time). */
+static bool ascii_clean(const char *p, size_t n)
+{
+	uint64_t acc = 0, w;
+	size_t i = 0;
+
+	/* a byte is bad when its top bit is set or it is 0 (w - 1 borrows into the top bit) */
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		acc |= (w | ((w - ASCII_LO) & ~w)) & ASCII_HI;
+	}
+	if (acc)
+		return false;
+	for (; i < n; i++)
+		if ((unsigned char)p[i] - 1u >= 0x7Fu)
+			return false;
+	return true;
+}
+
+/* Offset of the first byte that breaks UTF-8 (NUL included), or SIZE_MAX. */
+static size_t utf8_bad(const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = p[i];
+		size_t k;
+		unsigned lo = 0x80, hi = 0xBF;
+
+		if (c >= 0x01 && c < 0x80) {
+			/* skip ASCII runs 8 bytes at a time */
+			for (i++; i + 8 <= n; i += 8) {
+				uint64_t w;
+
+				memcpy(&w, p + i, 8);
+				if ((w | ((w - ASCII_LO) & ~w)) & ASCII_HI)
+					break;
+			}
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF) {
+			k = 1;
+		} else if (c >= 0xE0 && c <= 0xEF) {
+			k = 2;
+			if (c == 0xE0)
+				lo = 0xA0;
+			else if (c == 0xED)
+				hi = 0x9F;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			k = 3;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F;
+		} else {
+			return i;
+		}
+		if (n - i <= k)
+			return i;
+		if (p[i + 1] < lo || p[i + 1] > hi)
+			return i;
+		for (size_t j = 2; j <= k; j++)
+			if ((p[i + j] & 0xC0) != 0x80)
+				return i;
+		i += k + 1;
+	}
+	return SIZE_MAX;
+}
+
+static void check_utf8(struct csv_source *s)
+{
+	const unsigned char *base = (const unsigned char *)s->fbase;
+	size_t bad;
+
+	if (ascii_clean(s->fbase, s->flen))
+		return;
+	if (s->fbase != s->fbuf.s) {
+		/*
+		 * Split in place: the cells lie in one line between ASCII
+		 * delimiters, which no valid sequence can straddle, so one
+		 * pass over the line judges every cell.
+		 */
+		bad = utf8_bad(base, s->flen);
+		if (bad == SIZE_MAX)
+			return;
+		for (size_t i = 0; i < s->nf; i++)
+			if (bad < s->f[i].off + s->f[i].len) {
+				set_reason(s, "invalid UTF-8 byte 0x%02X at field %zu", base[bad],
+					   i + 1);
+				return;
+			}
+		return;
+	}
+	for (size_t i = 0; i < s->nf; i++) {
+		const unsigned char *p = base + s->f[i].off;
+
+		bad = utf8_bad(p, s->f[i].len);
+		if (bad != SIZE_MAX) {
+			set_reason(s, "invalid UTF-8 byte 0x%02X at field %zu", p[bad], i + 1);
+			return;
+		}
+	}
+}
+
+/* ---- header and rows ---- */
+
+static int process_header(struct csv_source *s, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	char where[160];
+
+	snprintf(where, sizeof(where), "%s:%llu", s->path, (unsigned long long)s->rec_line);
+	for (int r = 0; r < RECON_COL__COUNT; r++) {
+		const char *name = side->cols[r];
+		size_t nlen, found = 0;
+
+		if (!name)
+			continue;
+		nlen = strlen(name);
+		for (size_t i = 0; i < s->nf; i++) {
+			const char *p = s->fbase + s->f[i].off;
+			size_t n = s->f[i].len;
+
+			while (n && (s->strip[(unsigned char)*p] || *p == ' ' ||
+				     (*p >= '\t' && *p <= '\r'))) {
+				p++;
+				n--;
+			}
+			while (n && (s->strip[(unsigned char)p[n - 1]] || p[n - 1] == ' ' ||
+				     (p[n - 1] >= '\t' && p[n - 1] <= '\r')))
+				n--;
+			if (n == nlen && !memcmp(p, name, n)) {
+				if (found++)
+					return recon_err_set(err, RECON_EINPUT, where,
+							     "column '%s' (role '%s') appears more "
+							     "than once in header",
+							     name,
+							     recon_col_name((enum recon_col)r));
+				s->col[r] = i;
+			}
+		}
+		if (!found)
+			return recon_err_set(err, RECON_EINPUT, where,
+					     "column '%s' (role '%s') not found in header", name,
+					     recon_col_name((enum recon_col)r));
+	}
+	s->nfields = s->nf;
+	s->header_done = true;
+	return 0;
+}
+
+static void build_row(struct csv_source *s)
+{
+	struct recon_raw_row *row = &s->row;
+
+	if (s->rec_conv_bad)
+		set_reason(s, "invalid %s byte sequence at byte %zu", s->side->encoding,
+			   s->rec_conv_bad);
+	if (!s->reason[0]) {
+		if (!s->side->header && s->nf < s->need)
+			set_reason(s, "expected at least %zu fields, found %zu", s->need, s->nf);
+		else if (!s->nfields)
+			s->nfields = s->nf;
+		if (s->nf != s->nfields)
+			set_reason(s, "expected %zu fields, found %zu", s->nfields, s->nf);
+	}
+	if (!s->reason[0])
+		check_utf8(s);
+	for (int r = 0; r < RECON_COL__COUNT; r++) {
+		size_t c = s->col[r];
+		const char *p;
+		size_t n;
+
+		if (c == CSV_NO_COL || c >= s->nf) {
+			row->val[r] = NULL;
+			row->len[r] = 0;
+			continue;
+		}
+		p = s->fbase + s->f[c].off;
+		n = s->f[c].len;
+		if (s->has_strip) {
+			while (n && s->strip[(unsigned char)*p]) {
+				p++;
+				n--;
+			}
+			while (n && s->strip[(unsigned char)p[n - 1]])
+				n--;
+		}
+		row->val[r] = p;
+		row->len[r] = n;
+	}
+	row->line = s->rec_line;
+	row->reject = s->reason[0] ? s->reason : NULL;
+}
+
+static int csv_next(struct recon_source *src, const struct recon_raw_row **row,
+		    struct recon_err *err)
+{
+	struct csv_source *s = (struct csv_source *)src;
+	int rc;
+
+	if (s->done)
+		return RECON_DONE;
+	rc = read_record(s, err);
+	if (rc <= 0) {
+		s->done = true;
+		return rc;
+	}
+	s->seen_record = true;
+	build_row(s);
+	*row = &s->row;
+	return RECON_ROW;
+}
+
+/* ---- open / close ---- */
+
+static bool is_utf8_name(const char *enc)
+{
+	return !enc || !strcasecmp(enc, "UTF-8") || !strcasecmp(enc, "UTF8");
+}
+
+static void prefixes_init(struct csv_prefixes *p, char *const *v, bool *first)
+{
+	size_t n = 0;
+
+	while (v && v[n])
+		n++;
+	p->v = recon_xcalloc(n ? n : 1, sizeof(*p->v));
+	p->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(v[i]);
+
+		if (!len)
+			continue; /* an empty prefix would match every line */
+		p->v[p->n].s = v[i];
+		p->v[p->n].len = len;
+		p->n++;
+		first[(unsigned char)v[i][0]] = true;
+	}
+}
+
+static int layout_init(struct csv_source *s, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	const char *role = side->role ? side->role : "csv";
+
+	s->delim = side->delimiter ? side->delimiter : ',';
+	s->quote = side->quote;
+	if (s->quote == s->delim || s->quote == '\n' || s->quote == '\r' || s->delim == '\n' ||
+	    s->delim == '\r')
+		return recon_err_set(err, RECON_ECONFIG, NULL,
+				     "%s side: delimiter 0x%02X and quote 0x%02X cannot be used",
+				     role, (unsigned char)s->delim, (unsigned char)s->quote);
+	if (side->strip && side->strip[0]) {
+		s->has_strip = true;
+		for (const char *p = side->strip; *p; p++)
+			s->strip[(unsigned char)*p] = 1;
+	}
+	for (int r = 0; r < RECON_COL__COUNT; r++) {
+		const char *name = side->cols[r];
+		unsigned long pos = 0;
+
+		s->col[r] = CSV_NO_COL;
+		if (!name || side->header)
+			continue;
+		for (const char *p = name; *p; p++) {
+			if (*p < '0' || *p > '9' || pos > CSV_POS_MAX) {
+				pos = 0;
+				break;
+			}
+			pos = pos * 10 + (unsigned long)(*p - '0');
+		}
+		if (!pos || pos > CSV_POS_MAX)
+			return recon_err_set(err, RECON_ECONFIG, NULL,
+					     "%s side: column '%s' (role '%s') is not a position "
+					     "1..%d (the csv has no header)",
+					     role, name, recon_col_name((enum recon_col)r),
+					     CSV_POS_MAX);
+		s->col[r] = pos - 1;
+		if (pos > s->need)
+			s->need = pos;
+	}
+	if (!is_utf8_name(side->encoding)) {
+		s->cd = iconv_open("UTF-8", side->encoding);
+		if (s->cd == (iconv_t)-1)
+			return recon_err_set(err, RECON_ECONFIG, NULL,
+					     "%s side: unknown encoding '%s'", role,
+					     side->encoding);
+		s->conv = true;
+	}
+	return 0;
+}
+
+static int csv_open(struct recon_source **out, const struct recon_side *side,
+		    const struct recon_window *win, struct recon_err *err)
+{
+	struct csv_source *s = recon_xcalloc(1, sizeof(*s));
+	int ret;
+
+	*out = NULL;
+	s->base.ops = &recon_source_csv;
+	s->side = side;
+	s->fd = -1;
+	s->cd = (iconv_t)-1;
+	recon_buf_init(&s->ovraw);
+	recon_buf_init(&s->conv_out);
+	recon_buf_init(&s->fbuf);
+	recon_buf_init(&s->rawbuf);
+	recon_buf_init(&s->footer);
+	recon_buf_init(&s->trailer);
+	csv_init(&s->csv, CSV_STRICT);
+	csv_set_delim(&s->csv, (unsigned char)(side->delimiter ? side->delimiter : ','));
+	csv_set_quote(&s->csv, (unsigned char)side->quote);
+	csv_set_space_func(&s->csv, never_space);
+	csv_set_term_func(&s->csv, is_newline);
+	csv_set_realloc_func(&s->csv, recon_xrealloc);
+	csv_set_blk_size(&s->csv, CSV_LIBCSV_BLK);
+	s->path = recon_job_expand_path(side->path, win->day);
+	s->base.name = s->path;
+	prefixes_init(&s->stop, side->stop_prefixes, s->pfx_first);
+	prefixes_init(&s->comment, side->comment_prefixes, s->pfx_first);
+
+	ret = layout_init(s, err);
+	if (ret < 0)
+		goto out;
+	s->cap = 2 * CSV_BLOCK;
+	s->buf = recon_xmalloc(s->cap);
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		int e = errno;
+
+		ret = recon_err_set(err, e == ENOENT || e == ENOTDIR ? RECON_EUNAVAIL : RECON_EIO,
+				    NULL, "cannot open '%s': %s", s->path, strerror(e));
+		goto out;
+	}
+	if (side->header) {
+		ret = read_record(s, err);
+		if (ret < 0)
+			goto out;
+		if (ret == 0) {
+			s->done = true; /* empty: no header, no rows */
+		} else {
+			s->seen_record = true;
+			ret = process_header(s, err);
+			if (ret < 0)
+				goto out;
+		}
+	}
+	ret = 0;
+	*out = &s->base;
+	s = NULL;
+out:
+	csv_close(s ? &s->base : NULL);
+	return ret;
+}
+
+static void csv_close(struct recon_source *src)
+{
+	struct csv_source *s = (struct csv_source *)src;
+
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->conv)
+		iconv_close(s->cd);
+	csv_free(&s->csv);
+	free(s->buf);
+	free(s->f);
+	free(s->stop.v);
+	free(s->comment.v);
+	recon_buf_release(&s->ovraw);
+	recon_buf_release(&s->conv_out);
+	recon_buf_release(&s->fbuf);
+	recon_buf_release(&s->rawbuf);
+	recon_buf_release(&s->footer);
+	recon_buf_release(&s->trailer);
+	free(s->path);
+	free(s);
+}
+
+const struct recon_source_ops recon_source_csv = {
+    .kind = "csv",
+    .open = csv_open,
+    .next = csv_next,
+    .lookup = NULL,
+    .close = csv_close,
+};
+
+const char *recon_source_csv_trailer(const struct recon_source *src, size_t *len,
+				     uint64_t *first_line)
+{
+	const struct csv_source *s = (const struct csv_source *)src;
+
+	*len = 0;
+	if (first_line)
+		*first_line = 0;
+	if (!src || src->ops != &recon_source_csv || !s->has_trailer)
+		return NULL;
+	*len = s->trailer.len;
+	if (first_line)
+		*first_line = s->trailer_line;
+	return s->trailer.s;
+}
+
+const char *recon_source_csv_footer(const struct recon_source *src, size_t *len)
+{
+	const struct csv_source *s = (const struct csv_source *)src;
+
+	*len = 0;
+	if (!src || src->ops != &recon_source_csv || !s->footer.len)
+		return NULL;
+	*len = s->footer.len;
+	return s->footer.s;
+}

@@ -1,0 +1,228 @@
+/* cmocka.h needs these first, in this order: keep clang-format from sorting them. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recon_err.h"
+#include "recon_sha256.h"
+
+/* NIST FIPS 180-4 example vectors (csrc.nist.gov, SHA256.pdf / SHA2_Additional). */
+static const char abc448[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+static const char abc896[] = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn"
+			     "hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+
+static void check_hex(const char *msg, size_t len, const char *want)
+{
+	char hex[65];
+
+	recon_sha256_hex(msg, len, hex);
+	assert_string_equal(hex, want);
+}
+
+static void test_sha256_empty(void **state)
+{
+	(void)state;
+	check_hex("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+static void test_sha256_abc(void **state)
+{
+	(void)state;
+	check_hex("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+static void test_sha256_448_bits(void **state)
+{
+	(void)state;
+	assert_int_equal(strlen(abc448) * 8, 448);
+	check_hex(abc448, strlen(abc448),
+		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void test_sha256_896_bits(void **state)
+{
+	(void)state;
+	assert_int_equal(strlen(abc896) * 8, 896);
+	check_hex(abc896, strlen(abc896),
+		  "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+}
+
+static void test_sha256_million_a(void **state)
+{
+	struct recon_sha256 c;
+	char block[1000], hex[65];
+
+	(void)state;
+	memset(block, 'a', sizeof(block));
+	recon_sha256_init(&c);
+	for (int i = 0; i < 1000; i++)
+		recon_sha256_update(&c, block, sizeof(block));
+	recon_sha256_final_hex(&c, hex);
+	assert_string_equal(hex,
+			    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+/* Lengths around the padding boundaries (55, 56, 63, 64 bytes) against known digests. */
+static void test_sha256_padding_boundaries(void **state)
+{
+	char buf[65];
+
+	(void)state;
+	memset(buf, 'a', sizeof(buf));
+	check_hex(buf, 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+	check_hex(buf, 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+	check_hex(buf, 63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34");
+	check_hex(buf, 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+/* Splitting the input anywhere (including empty updates) never changes the digest. */
+static void test_sha256_split_updates(void **state)
+{
+	unsigned char msg[200];
+	char want[65], got[65];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (unsigned char)(i * 37 + 11);
+	recon_sha256_hex(msg, sizeof(msg), want);
+	for (size_t off = 0; off <= 130; off++) {
+		struct recon_sha256 c;
+		recon_sha256_init(&c);
+		recon_sha256_update(&c, msg, off);
+		recon_sha256_update(&c, msg + off, 0);
+		recon_sha256_update(&c, msg + off, sizeof(msg) - off);
+		recon_sha256_final_hex(&c, got);
+		assert_string_equal(got, want);
+	}
+	/* and byte by byte */
+	{
+		struct recon_sha256 c;
+		recon_sha256_init(&c);
+		for (size_t i = 0; i < sizeof(msg); i++)
+			recon_sha256_update(&c, msg + i, 1);
+		recon_sha256_final_hex(&c, got);
+		assert_string_equal(got, want);
+	}
+}
+
+/* A context can be reused after final_hex + init. */
+static void test_sha256_reuse_after_init(void **state)
+{
+	struct recon_sha256 c;
+	char hex[65];
+
+	(void)state;
+	recon_sha256_init(&c);
+	recon_sha256_update(&c, "something else", 14);
+	recon_sha256_final_hex(&c, hex);
+	recon_sha256_init(&c);
+	recon_sha256_update(&c, "abc", 3);
+	recon_sha256_final_hex(&c, hex);
+	assert_string_equal(hex,
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+/* A file larger than one 1 MiB read, with a size that is not a multiple of 64. */
+static void test_sha256_file_matches_one_shot(void **state)
+{
+	char path[] = "/tmp/recon_sha256_XXXXXX";
+	size_t n = (1u << 20) * 2 + 12345;
+	unsigned char *data = malloc(n);
+	char want[65], got[65];
+	struct recon_err err;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	assert_non_null(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (unsigned char)((i * 2654435761u) >> 13);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+
+	recon_sha256_hex(data, n, want);
+	recon_err_init(&err);
+	assert_int_equal(recon_sha256_file(path, got, &err), 0);
+	assert_int_equal(err.code, 0);
+	assert_string_equal(got, want);
+	unlink(path);
+	free(data);
+}
+
+static void test_sha256_file_empty(void **state)
+{
+	char path[] = "/tmp/recon_sha256_XXXXXX";
+	char got[65];
+	struct recon_err err;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	recon_err_init(&err);
+	assert_int_equal(recon_sha256_file(path, got, &err), 0);
+	assert_string_equal(got,
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	unlink(path);
+}
+
+static void test_sha256_file_missing(void **state)
+{
+	const char *path = "/nonexistent/recon-sha256-missing.csv";
+	char got[65];
+	struct recon_err err;
+
+	(void)state;
+	recon_err_init(&err);
+	assert_int_equal(recon_sha256_file(path, got, &err), RECON_EUNAVAIL);
+	assert_int_equal(err.code, RECON_EUNAVAIL);
+	assert_string_equal(err.msg, "cannot open '/nonexistent/recon-sha256-missing.csv': No such "
+				     "file or directory");
+}
+
+/* A directory opens but cannot be read. */
+static void test_sha256_file_directory(void **state)
+{
+	char got[65];
+	struct recon_err err;
+
+	(void)state;
+	recon_err_init(&err);
+	assert_int_equal(recon_sha256_file("/", got, &err), RECON_EUNAVAIL);
+	assert_int_equal(err.code, RECON_EUNAVAIL);
+	assert_non_null(strstr(err.msg, "'/'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sha256_empty),
+	    cmocka_unit_test(test_sha256_abc),
+	    cmocka_unit_test(test_sha256_448_bits),
+	    cmocka_unit_test(test_sha256_896_bits),
+	    cmocka_unit_test(test_sha256_million_a),
+	    cmocka_unit_test(test_sha256_padding_boundaries),
+	    cmocka_unit_test(test_sha256_split_updates),
+	    cmocka_unit_test(test_sha256_reuse_after_init),
+	    cmocka_unit_test(test_sha256_file_matches_one_shot),
+	    cmocka_unit_test(test_sha256_file_empty),
+	    cmocka_unit_test(test_sha256_file_missing),
+	    cmocka_unit_test(test_sha256_file_directory),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,996 @@
+/*
+ * Tests for src/source_csv.c: the CSV statement reader, on files written
+ * into a mkdtemp() folder (real statement quirks: WeChat BOM/CRLF/backticks
+ * and trailer, Alipay GBK with '#' header/footer and trailing TABs, RFC 4180
+ * quoting), malformed records as rejects, and the open errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h> /* after the four above, which it needs */
+
+#include <dirent.h>
+#include <errno.h>
+#include <iconv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recon_err.h"
+#include "recon_job.h"
+#include "recon_source.h"
+#include "recon_time.h"
+
+struct fixture {
+	char dir[64];
+	char path[512];
+};
+
+static int group_setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/recon_csv_XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	struct fixture *fx = *state;
+	DIR *d = opendir(fx->dir);
+	struct dirent *de;
+	char p[600];
+
+	while (d && (de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", fx->dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* Writes data to <dir>/name; fx->path is the file's path. */
+static const char *write_file(struct fixture *fx, const char *name, const void *data, size_t len)
+{
+	FILE *f;
+
+	snprintf(fx->path, sizeof(fx->path), "%s/%s", fx->dir, name);
+	f = fopen(fx->path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	return fx->path;
+}
+
+static const char *write_str(struct fixture *fx, const char *name, const char *text)
+{
+	return write_file(fx, name, text, strlen(text));
+}
+
+/* The side struct holds `char *`; tests point it at literals they never write through. */
+static char *S(const char *s)
+{
+	return (char *)s;
+}
+
+static void side_init(struct recon_side *sd, const char *path)
+{
+	memset(sd, 0, sizeof(*sd));
+	sd->role = "upstream";
+	sd->kind = RECON_KIND_CSV;
+	sd->path = S(path);
+	sd->nkey = 1;
+	sd->delimiter = ',';
+	sd->quote = '"';
+	sd->header = true;
+}
+
+static struct recon_window window(void)
+{
+	struct recon_window w;
+
+	memset(&w, 0, sizeof(w));
+	w.day = recon_days_from_civil(2024, 1, 16);
+	return w;
+}
+
+static struct recon_source *open_ok(const struct recon_side *sd)
+{
+	struct recon_window w = window();
+	struct recon_source *src = NULL;
+	struct recon_err err;
+	char buf[512];
+	int rc;
+
+	recon_err_init(&err);
+	rc = recon_source_csv.open(&src, sd, &w, &err);
+	if (rc < 0)
+		fail_msg("open failed: %s", recon_err_str(&err, buf, sizeof(buf)));
+	assert_non_null(src);
+	assert_int_equal(err.code, 0);
+	return src;
+}
+
+static int open_fail(const struct recon_side *sd, struct recon_err *err)
+{
+	struct recon_window w = window();
+	struct recon_source *src = (struct recon_source *)1;
+	int rc;
+
+	recon_err_init(err);
+	rc = recon_source_csv.open(&src, sd, &w, err);
+	assert_true(rc < 0);
+	assert_int_equal(rc, err->code);
+	assert_null(src);
+	return rc;
+}
+
+static const struct recon_raw_row *next_row(struct recon_source *src)
+{
+	const struct recon_raw_row *row = NULL;
+	struct recon_err err;
+	char buf[512];
+	int rc;
+
+	recon_err_init(&err);
+	rc = recon_source_csv.next(src, &row, &err);
+	if (rc < 0)
+		fail_msg("next failed: %s", recon_err_str(&err, buf, sizeof(buf)));
+	assert_int_equal(rc, RECON_ROW);
+	assert_non_null(row);
+	return row;
+}
+
+static void expect_done(struct recon_source *src)
+{
+	const struct recon_raw_row *row = NULL;
+	struct recon_err err;
+
+	recon_err_init(&err);
+	assert_int_equal(recon_source_csv.next(src, &row, &err), RECON_DONE);
+	assert_int_equal(err.code, 0);
+	/* and it stays done */
+	assert_int_equal(recon_source_csv.next(src, &row, &err), RECON_DONE);
+}
+
+static void check_val(const struct recon_raw_row *row, enum recon_col c, const char *want)
+{
+	if (!want) {
+		assert_null(row->val[c]);
+		return;
+	}
+	assert_non_null(row->val[c]);
+	if (row->len[c] != strlen(want) || memcmp(row->val[c], want, row->len[c]))
+		fail_msg("role %s: got '%.*s', want '%s'", recon_col_name(c), (int)row->len[c],
+			 row->val[c], want);
+}
+
+static void check_ok(const struct recon_raw_row *row, uint64_t line)
+{
+	if (row->reject)
+		fail_msg("line %llu rejected: %s", (unsigned long long)row->line, row->reject);
+	assert_int_equal(row->line, line);
+}
+
+static void check_reject(const struct recon_raw_row *row, uint64_t line, const char *reason)
+{
+	assert_non_null(row->reject);
+	assert_string_equal(row->reject, reason);
+	assert_int_equal(row->line, line);
+}
+
+/* UTF-8 -> GBK bytes into out (NUL-terminated); returns the length. */
+static size_t to_gbk(const char *utf8, char *out, size_t size)
+{
+	iconv_t cd = iconv_open("GBK", "UTF-8");
+	char *in = (char *)utf8, *o = out;
+	size_t inleft = strlen(utf8), outleft = size - 1;
+
+	assert_true(cd != (iconv_t)-1);
+	assert_int_not_equal(iconv(cd, &in, &inleft, &o, &outleft), (size_t)-1);
+	iconv_close(cd);
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+/* ---- tests ---- */
+
+static void test_source_csv_bom(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd, write_str(fx, "bom.csv", "\xEF\xBB\xBFid,amount\n1,2.00\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	assert_string_equal(src->name, fx->path);
+	row = next_row(src);
+	check_ok(row, 2);
+	check_val(row, RECON_COL_KEY0, "1");
+	check_val(row, RECON_COL_AMOUNT, "2.00");
+	check_val(row, RECON_COL_STATUS, NULL);
+	assert_int_equal(row->raw_len, 6);
+	assert_memory_equal(row->raw, "1,2.00", 6);
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_crlf(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd,
+		  write_str(fx, "crlf.csv", "id,amount\r\n1,2.00\r\n\"2\",\"3.00\"\r\n3,\r\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 2);
+	check_val(row, RECON_COL_AMOUNT, "2.00");
+	row = next_row(src);
+	check_ok(row, 3);
+	check_val(row, RECON_COL_KEY0, "2");
+	check_val(row, RECON_COL_AMOUNT, "3.00");
+	row = next_row(src);
+	check_ok(row, 4);
+	check_val(row, RECON_COL_AMOUNT, "");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_quoted(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd, write_str(fx, "quoted.csv",
+				 "id,name,amount\n"
+				 "1,\"a, b\",1.00\n"
+				 "2,\"say \"\"hi\"\"\",2.00\n"
+				 "3,\"multi\nline\r\n\ntext\",3.00\n"
+				 "4, x ,4.00\n"
+				 "\"5\",,\"\"\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_STATUS] = S("name");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 2);
+	check_val(row, RECON_COL_STATUS, "a, b");
+	row = next_row(src);
+	check_ok(row, 3);
+	check_val(row, RECON_COL_STATUS, "say \"hi\"");
+	check_val(row, RECON_COL_AMOUNT, "2.00");
+	row = next_row(src);
+	check_ok(row, 4);
+	check_val(row, RECON_COL_KEY0, "3");
+	check_val(row, RECON_COL_STATUS, "multi\nline\r\n\ntext");
+	check_val(row, RECON_COL_AMOUNT, "3.00");
+	assert_int_equal(row->raw_len, strlen("3,\"multi\nline\n\ntext\",3.00"));
+	assert_memory_equal(row->raw, "3,\"multi\nline\n\ntext\",3.00", row->raw_len);
+	row = next_row(src);
+	check_ok(row, 8);			 /* the record after a 4-line record */
+	check_val(row, RECON_COL_STATUS, " x "); /* blanks kept: the normalizer trims */
+	row = next_row(src);
+	check_ok(row, 9);
+	check_val(row, RECON_COL_KEY0, "5");
+	check_val(row, RECON_COL_STATUS, "");
+	check_val(row, RECON_COL_AMOUNT, "");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+/* A line with quotes (libcsv) and one without (split in place) give the same cells. */
+static void test_source_csv_paths_agree(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *a, *b;
+	char av[RECON_COL__COUNT][32], bv[RECON_COL__COUNT][32];
+
+	side_init(&sd, write_str(fx, "agree.csv",
+				 "k,a,b,c\n"
+				 " x ,\t1 ,,\n"
+				 "\" x \",\"\t1 \",\"\",\n"));
+	sd.cols[RECON_COL_KEY0] = S("k");
+	sd.cols[RECON_COL_AMOUNT] = S("a");
+	sd.cols[RECON_COL_STATUS] = S("b");
+	sd.cols[RECON_COL_CURRENCY] = S("c");
+	src = open_ok(&sd);
+	a = next_row(src);
+	check_ok(a, 2);
+	for (int r = 0; r < RECON_COL__COUNT; r++)
+		snprintf(av[r], sizeof(av[r]), "%d:%.*s", a->val[r] != NULL, (int)a->len[r],
+			 a->val[r] ? a->val[r] : "");
+	b = next_row(src);
+	check_ok(b, 3);
+	for (int r = 0; r < RECON_COL__COUNT; r++) {
+		snprintf(bv[r], sizeof(bv[r]), "%d:%.*s", b->val[r] != NULL, (int)b->len[r],
+			 b->val[r] ? b->val[r] : "");
+		assert_string_equal(av[r], bv[r]);
+	}
+	check_val(b, RECON_COL_KEY0, " x ");
+	check_val(b, RECON_COL_AMOUNT, "\t1 ");
+	check_val(b, RECON_COL_CURRENCY, "");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_short_and_long_rows(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd, write_str(fx, "width.csv",
+				 "id,amount,status\n"
+				 "1,1.00,SUCCESS\n"
+				 "2,2.00\n"
+				 "3,3.00,SUCCESS,extra\n"
+				 "\"4\",\"4.00\"\n"
+				 "5,5.00,SUCCESS\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	sd.cols[RECON_COL_STATUS] = S("status");
+	src = open_ok(&sd);
+	check_ok(next_row(src), 2);
+	row = next_row(src);
+	check_reject(row, 3, "expected 3 fields, found 2");
+	assert_memory_equal(row->raw, "2,2.00", row->raw_len);
+	check_val(row, RECON_COL_KEY0, "2");
+	check_val(row, RECON_COL_STATUS, NULL);
+	check_reject(next_row(src), 4, "expected 3 fields, found 4");
+	check_reject(next_row(src), 5, "expected 3 fields, found 2");
+	row = next_row(src);
+	check_ok(row, 6);
+	check_val(row, RECON_COL_STATUS, "SUCCESS");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_skip_lines(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd, write_str(fx, "skip.csv",
+				 "Report: settlements\n"
+				 "generated \"today\", by, someone\n"
+				 "id,amount\n"
+				 "1,2.00\n"));
+	sd.skip_lines = 2;
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 4);
+	check_val(row, RECON_COL_AMOUNT, "2.00");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_comment_lines(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	char *comments[] = {S("#"), S("//"), NULL};
+	const char *text;
+	size_t len;
+
+	side_init(&sd, write_str(fx, "comments.csv",
+				 "# statement for 2024-01-16\n"
+				 "\n"
+				 "id,amount\n"
+				 "1,2.00\n"
+				 "\r\n"
+				 "// note: one late row\n"
+				 "2,3.00\n"
+				 "#end\n"
+				 "#total: 5.00\r\n"));
+	sd.comment_prefixes = comments;
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 4);
+	row = next_row(src);
+	check_ok(row, 7);
+	check_val(row, RECON_COL_AMOUNT, "3.00");
+	expect_done(src);
+	text = recon_source_csv_footer(src, &len);
+	assert_non_null(text);
+	assert_string_equal(text, "// note: one late row\n#end\n#total: 5.00\n");
+	assert_int_equal(len, strlen(text));
+	assert_null(recon_source_csv_trailer(src, &len, NULL));
+	assert_int_equal(len, 0);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_trailer_stop(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	char *stops[] = {S("Total"), S("Summary"), NULL};
+	const char *text;
+	size_t len;
+	uint64_t first = 0;
+
+	side_init(&sd, write_str(fx, "trailer.csv",
+				 "id,amount\n"
+				 "1,2.00\n"
+				 "2,\"Total\nrow\"\n" /* a stop word inside a quoted cell is data */
+				 "Total,count\r\n"
+				 "2.00,1\r\n"
+				 "\n"
+				 "3,not data"));
+	sd.stop_prefixes = stops;
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	check_ok(next_row(src), 2);
+	row = next_row(src);
+	check_ok(row, 3);
+	check_val(row, RECON_COL_AMOUNT, "Total\nrow");
+	expect_done(src);
+	text = recon_source_csv_trailer(src, &len, &first);
+	assert_non_null(text);
+	assert_string_equal(text, "Total,count\n2.00,1\n\n3,not data\n");
+	assert_int_equal(len, strlen(text));
+	assert_int_equal(first, 5);
+	assert_null(recon_source_csv_footer(src, &len));
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_missing_column(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_err err;
+	char where[600];
+
+	side_init(&sd, write_str(fx, "missing.csv", "junk line\nid,amount\n1,2\n"));
+	sd.skip_lines = 1;
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amt");
+	assert_int_equal(open_fail(&sd, &err), RECON_EINPUT);
+	snprintf(where, sizeof(where), "%s:2", fx->path);
+	assert_string_equal(err.where, where);
+	assert_string_equal(err.msg, "column 'amt' (role 'amount') not found in header");
+
+	side_init(&sd, write_str(fx, "dup.csv", "id,amount,id\n1,2,3\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	assert_int_equal(open_fail(&sd, &err), RECON_EINPUT);
+	assert_string_equal(err.msg, "column 'id' (role 'key') appears more than once in header");
+}
+
+/* Header cells are matched after guard characters and blanks are stripped. */
+static void test_source_csv_header_stripped(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+
+	side_init(&sd, write_str(fx, "hstrip.csv", " `id\t, amount \n1,2\n"));
+	sd.strip = S("`\t");
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	check_val(next_row(src), RECON_COL_AMOUNT, "2");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_wechat(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	char *stops[] = {S("总交易单数"), NULL};
+	const char *text;
+	size_t len;
+	uint64_t first = 0;
+
+	side_init(&sd,
+		  write_str(fx, "wechat.csv",
+			    "\xEF\xBB\xBF"
+			    "交易时间,公众账号ID,商户号,微信订单号,商户订单号,交易状态,"
+			    "应结订单金额,退款金额,商户退款单号,商品名称\r\n"
+			    "`2024-01-16 10:00:00,`wx2421b1c4370ec43b,`1900000109,"
+			    "`4200002086202401160745964084,`ORD001,`SUCCESS,`0.02,`0.00,`0,`T恤\r\n"
+			    "`2024-01-16 11:00:00,`wx2421b1c4370ec43b,`1900000109,"
+			    "`4200002086202401160745964084,`ORD001,`REFUND,`0.00,`0.01,`R1,`\r\n"
+			    "`2024-01-16 12:00:00,`wx2421b1c4370ec43b,`1900000109,"
+			    "`4200002086202401160745964085,`ORD\"2,`SUCCESS,`1.00,`0.00,`0,`a,b\r\n"
+			    "总交易单数,应结订单总金额,退款总金额\r\n"
+			    "`3,`1.02,`0.01\r\n"));
+	sd.quote = 0;
+	sd.strip = S("`");
+	sd.stop_prefixes = stops;
+	sd.cols[RECON_COL_TIME] = S("交易时间");
+	sd.cols[RECON_COL_TXN_ID] = S("微信订单号");
+	sd.cols[RECON_COL_KEY0] = S("商户订单号");
+	sd.cols[RECON_COL_STATUS] = S("交易状态");
+	sd.cols[RECON_COL_AMOUNT] = S("应结订单金额");
+	sd.cols[RECON_COL_REFUND_AMOUNT] = S("退款金额");
+	sd.cols[RECON_COL_REFUND_ID] = S("商户退款单号");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 2);
+	check_val(row, RECON_COL_TIME, "2024-01-16 10:00:00");
+	check_val(row, RECON_COL_TXN_ID, "4200002086202401160745964084");
+	check_val(row, RECON_COL_KEY0, "ORD001");
+	check_val(row, RECON_COL_AMOUNT, "0.02");
+	check_val(row, RECON_COL_REFUND_ID, "0");
+	row = next_row(src);
+	check_ok(row, 3);
+	check_val(row, RECON_COL_STATUS, "REFUND");
+	check_val(row, RECON_COL_REFUND_AMOUNT, "0.01");
+	check_val(row, RECON_COL_REFUND_ID, "R1");
+	/* no quoting: '"' is data; the raw comma in the product name makes a long row */
+	row = next_row(src);
+	check_reject(row, 4, "expected 10 fields, found 11");
+	check_val(row, RECON_COL_KEY0, "ORD\"2");
+	expect_done(src);
+	text = recon_source_csv_trailer(src, &len, &first);
+	assert_string_equal(text, "总交易单数,应结订单总金额,退款总金额\n`3,`1.02,`0.01\n");
+	assert_int_equal(first, 5);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_alipay_gbk(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	char *comments[] = {S("#"), NULL};
+	char gbk[4096];
+	size_t n, len;
+	const char *text;
+	const char *footer =
+	    "#-----------------------------------------业务明细列表结束-----------------------"
+	    "-------------\n"
+	    "#交易合计：1笔，商家实收共0.01元，商家优惠共0.00元\n"
+	    "#退款合计：1笔，商家实收退款共-0.01元，商家优惠退款共0.00元\n"
+	    "#导出时间：[2019年09月17日 05:46:49]\n";
+	char utf8[4096];
+
+	snprintf(utf8, sizeof(utf8), "%s%s",
+		 "#支付宝业务明细查询\n"
+		 "#账号：[20880211096256330156]\n"
+		 "#起始日期：[2019年09月16日 00:00:00]   终止日期：[2019年09月17日 00:00:00]\n"
+		 "#-----------------------------------------业务明细列表---------------------------"
+		 "-------------\n"
+		 "支付宝交易号,商户订单号,业务类型,商品名称,订单金额（元）,商家实收（元）,"
+		 "退款批次号/请求号,备注\n"
+		 "2019091622001458860515315453\t,service_1568601259302\t,交易\t,下单测试,0.01,0.01,"
+		 "\t,下单测试\n"
+		 "2019091622001458860515315453\t,service_1568601259302\t,退款\t,下单测试,-0.01,"
+		 "-0.01,2019091622001458860515315453_R1\t,\n",
+		 footer);
+	n = to_gbk(utf8, gbk, sizeof(gbk));
+	assert_true(n < strlen(utf8)); /* really GBK: 2 bytes per Han character */
+	side_init(&sd, write_file(fx, "alipay.csv", gbk, n));
+	sd.quote = 0;
+	sd.encoding = S("GBK");
+	sd.strip = S("\t");
+	sd.comment_prefixes = comments;
+	sd.cols[RECON_COL_TXN_ID] = S("支付宝交易号");
+	sd.cols[RECON_COL_KEY0] = S("商户订单号");
+	sd.cols[RECON_COL_ENTRY_TYPE] = S("业务类型");
+	sd.cols[RECON_COL_AMOUNT] = S("商家实收（元）");
+	sd.cols[RECON_COL_REFUND_ID] = S("退款批次号/请求号");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 6);
+	check_val(row, RECON_COL_TXN_ID, "2019091622001458860515315453");
+	check_val(row, RECON_COL_KEY0, "service_1568601259302");
+	check_val(row, RECON_COL_ENTRY_TYPE, "交易");
+	check_val(row, RECON_COL_AMOUNT, "0.01");
+	check_val(row, RECON_COL_REFUND_ID, "");
+	row = next_row(src);
+	check_ok(row, 7);
+	check_val(row, RECON_COL_ENTRY_TYPE, "退款");
+	check_val(row, RECON_COL_AMOUNT, "-0.01");
+	check_val(row, RECON_COL_REFUND_ID, "2019091622001458860515315453_R1");
+	expect_done(src);
+	text = recon_source_csv_footer(src, &len);
+	assert_non_null(text);
+	assert_string_equal(text, footer);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_invalid_utf8(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	static const char data[] = "id,name,amount\n"
+				   "1,caf\xC3,2.00\n"
+				   "2,\"caf\xC3\xA9\",\xE2\x82\n"
+				   "3,a\0b,4.00\n"
+				   "4,\xED\xA0\x80,5.00\n" /* a UTF-16 surrogate */
+				   "5,\xC0\xAF,6.00\n"	   /* an overlong '/' */
+				   "6,café 東京 😀,7.00\n";
+
+	side_init(&sd, write_file(fx, "utf8.csv", data, sizeof(data) - 1));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	check_reject(next_row(src), 2, "invalid UTF-8 byte 0xC3 at field 2");
+	check_reject(next_row(src), 3, "invalid UTF-8 byte 0xE2 at field 3");
+	check_reject(next_row(src), 4, "invalid UTF-8 byte 0x00 at field 2");
+	check_reject(next_row(src), 5, "invalid UTF-8 byte 0xED at field 2");
+	check_reject(next_row(src), 6, "invalid UTF-8 byte 0xC0 at field 2");
+	check_ok(next_row(src), 7);
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_invalid_gbk(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	char gbk[256];
+	char data[512];
+	static const char bad[] = "1,\x81\x20x\n2,ok\n3,ab\x81\n";
+	size_t n;
+
+	n = to_gbk("订单,金额\n", gbk, sizeof(gbk));
+	memcpy(data, gbk, n);
+	memcpy(data + n, bad, sizeof(bad) - 1);
+	n += sizeof(bad) - 1;
+	n += to_gbk("4,东京\n", data + n, sizeof(data) - n);
+	side_init(&sd, write_file(fx, "badgbk.csv", data, n));
+	sd.encoding = S("GBK");
+	sd.cols[RECON_COL_KEY0] = S("订单");
+	sd.cols[RECON_COL_STATUS] = S("金额");
+	src = open_ok(&sd);
+	check_reject(next_row(src), 2, "invalid GBK byte sequence at byte 3");
+	check_ok(next_row(src), 3);
+	row = next_row(src);
+	check_reject(row, 4, "invalid GBK byte sequence at byte 5"); /* cut at the line end */
+	row = next_row(src);
+	check_ok(row, 5);
+	check_val(row, RECON_COL_STATUS, "东京");
+	expect_done(src);
+	recon_source_csv.close(src);
+
+	side_init(&sd, fx->path);
+	sd.encoding = S("NO-SUCH-CHARSET");
+	sd.cols[RECON_COL_KEY0] = S("订单");
+	{
+		struct recon_err err;
+
+		assert_int_equal(open_fail(&sd, &err), RECON_ECONFIG);
+		assert_string_equal(err.msg, "upstream side: unknown encoding 'NO-SUCH-CHARSET'");
+	}
+}
+
+static void test_source_csv_big_field(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	size_t big = (size_t)1 << 20, n = 0;
+	char *data = malloc(3 * big);
+
+	assert_non_null(data);
+	n += (size_t)sprintf(data + n, "id,blob,amount\n1,");
+	memset(data + n, 'x', big);
+	n += big;
+	n += (size_t)sprintf(data + n, ",2.00\n2,\"");
+	memset(data + n, 'y', big);
+	memcpy(data + n + 1000, "\"\",\n", 4); /* a doubled quote and a newline inside */
+	n += big;
+	n += (size_t)sprintf(data + n, "\",3.00\n3,z,4.00\n");
+	side_init(&sd, write_file(fx, "big.csv", data, n));
+	free(data);
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_STATUS] = S("blob");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 2);
+	assert_int_equal(row->len[RECON_COL_STATUS], big);
+	assert_int_equal(row->raw_len, 1024);
+	check_val(row, RECON_COL_AMOUNT, "2.00");
+	row = next_row(src);
+	check_ok(row, 3);
+	assert_int_equal(row->len[RECON_COL_STATUS], big - 1);
+	assert_memory_equal(row->val[RECON_COL_STATUS] + 1000, "\",\n", 3);
+	check_val(row, RECON_COL_AMOUNT, "3.00");
+	check_ok(next_row(src), 5);
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_overlong_record(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	size_t big = ((size_t)17 << 20), n = 0;
+	char *data = malloc(big + 256);
+
+	assert_non_null(data);
+	n += (size_t)sprintf(data + n, "id,blob\n1,a\n2,");
+	memset(data + n, 'x', big);
+	n += big;
+	n += (size_t)sprintf(data + n, "\n3,b\n");
+	side_init(&sd, write_file(fx, "overlong.csv", data, n));
+	free(data);
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	check_ok(next_row(src), 2);
+	row = next_row(src);
+	check_reject(row, 3, "record longer than 16777216 bytes");
+	assert_int_equal(row->raw_len, 1024);
+	assert_memory_equal(row->raw, "2,xxx", 5);
+	row = next_row(src);
+	check_ok(row, 4);
+	check_val(row, RECON_COL_KEY0, "3");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_bad_quotes(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd, write_str(fx, "badquote.csv",
+				 "id,name\n"
+				 "1,\"ab\"c\n"
+				 "2,ab\"c\n"
+				 "3,ok\n"
+				 "4,\"spans\nlines\"x\n" /* bad on its 2nd line: resync after it */
+				 "5,ok\n"
+				 "6,\"never closed\n"
+				 "7,swallowed\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	check_reject(next_row(src), 2, "misplaced quote character in field 2");
+	check_reject(next_row(src), 3, "misplaced quote character in field 2");
+	check_ok(next_row(src), 4);
+	row = next_row(src);
+	check_reject(row, 5, "misplaced quote character in field 2");
+	assert_memory_equal(row->raw, "4,\"spans\nlines\"x", row->raw_len);
+	check_ok(next_row(src), 7);
+	row = next_row(src);
+	check_reject(row, 8, "unterminated quoted field");
+	assert_memory_equal(row->raw, "6,\"never closed\n7,swallowed", row->raw_len);
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_empty_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+
+	side_init(&sd, write_str(fx, "empty.csv", ""));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	expect_done(src);
+	recon_source_csv.close(src);
+
+	sd.header = false;
+	sd.cols[RECON_COL_KEY0] = S("1");
+	src = open_ok(&sd);
+	expect_done(src);
+	recon_source_csv.close(src);
+
+	/* only a BOM and blank lines */
+	side_init(&sd, write_str(fx, "blank.csv", "\xEF\xBB\xBF\r\n\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_header_only(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+
+	side_init(&sd, write_str(fx, "hdr.csv", "id,amount\r\n"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	expect_done(src);
+	recon_source_csv.close(src);
+
+	side_init(&sd, write_str(fx, "hdr2.csv", "id,amount"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_no_trailing_newline(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+
+	side_init(&sd, write_str(fx, "nonl.csv", "id,amount\n1,2.00\n2,3.00"));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	check_ok(next_row(src), 2);
+	row = next_row(src);
+	check_ok(row, 3);
+	check_val(row, RECON_COL_AMOUNT, "3.00");
+	expect_done(src);
+	recon_source_csv.close(src);
+
+	side_init(&sd, write_str(fx, "nonl2.csv", "id,amount\n1,\"2.00\""));
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 2);
+	check_val(row, RECON_COL_AMOUNT, "2.00");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+static void test_source_csv_positional(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	struct recon_err err;
+
+	side_init(&sd, write_str(fx, "pos.csv", "A1;x;1.00\nA2;y;2.00\nA3;z\nA4;w;4.00;extra\n"));
+	sd.header = false;
+	sd.delimiter = ';';
+	sd.cols[RECON_COL_KEY0] = S("1");
+	sd.cols[RECON_COL_AMOUNT] = S("3");
+	src = open_ok(&sd);
+	row = next_row(src);
+	check_ok(row, 1);
+	check_val(row, RECON_COL_KEY0, "A1");
+	check_val(row, RECON_COL_AMOUNT, "1.00");
+	check_ok(next_row(src), 2);
+	check_reject(next_row(src), 3, "expected at least 3 fields, found 2");
+	check_reject(next_row(src), 4, "expected 3 fields, found 4");
+	expect_done(src);
+	recon_source_csv.close(src);
+
+	sd.cols[RECON_COL_AMOUNT] = S("amount");
+	assert_int_equal(open_fail(&sd, &err), RECON_ECONFIG);
+	assert_non_null(strstr(err.msg, "column 'amount' (role 'amount') is not a position"));
+}
+
+static void test_source_csv_missing_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_err err;
+	char path[600], want[700];
+
+	snprintf(path, sizeof(path), "%s/bill_{yyyymmdd}.csv", fx->dir);
+	side_init(&sd, path);
+	sd.cols[RECON_COL_KEY0] = S("id");
+	assert_int_equal(open_fail(&sd, &err), RECON_EUNAVAIL);
+	snprintf(want, sizeof(want),
+		 "cannot open '%s/bill_20240116.csv': No such file or directory", fx->dir);
+	assert_string_equal(err.msg, want);
+	assert_int_equal(recon_err_exit_code(err.code), 69);
+}
+
+static void test_source_csv_date_path(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	char path[600];
+
+	write_str(fx, "bill_2024-01-16.csv", "id\n7\n");
+	snprintf(path, sizeof(path), "%s/bill_{date}.csv", fx->dir);
+	side_init(&sd, path);
+	sd.cols[RECON_COL_KEY0] = S("id");
+	src = open_ok(&sd);
+	assert_string_equal(src->name, fx->path);
+	check_val(next_row(src), RECON_COL_KEY0, "7");
+	expect_done(src);
+	recon_source_csv.close(src);
+}
+
+/* A binary file: the header cannot name the columns; no crash, a clear error. */
+static void test_source_csv_binary_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	struct recon_err err;
+	static const char data[] = "\x7F"
+				   "ELF\x02\x01\x01\0\0\0\0\0\"\0\0\n\0\x01,\xFF\xFE\n\0";
+
+	side_init(&sd, write_file(fx, "bin.csv", data, sizeof(data) - 1));
+	sd.cols[RECON_COL_KEY0] = S("id");
+	assert_int_equal(open_fail(&sd, &err), RECON_EINPUT);
+	assert_string_equal(err.msg, "column 'id' (role 'key') not found in header");
+
+	/* header=false: every record is a reject, none crashes */
+	sd.header = false;
+	sd.cols[RECON_COL_KEY0] = S("1");
+	src = open_ok(&sd);
+	assert_non_null(next_row(src)->reject);
+	recon_source_csv.close(src);
+	recon_source_csv.close(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_source_csv_bom),
+	    cmocka_unit_test(test_source_csv_crlf),
+	    cmocka_unit_test(test_source_csv_quoted),
+	    cmocka_unit_test(test_source_csv_paths_agree),
+	    cmocka_unit_test(test_source_csv_short_and_long_rows),
+	    cmocka_unit_test(test_source_csv_skip_lines),
+	    cmocka_unit_test(test_source_csv_comment_lines),
+	    cmocka_unit_test(test_source_csv_trailer_stop),
+	    cmocka_unit_test(test_source_csv_missing_column),
+	    cmocka_unit_test(test_source_csv_header_stripped),
+	    cmocka_unit_test(test_source_csv_wechat),
+	    cmocka_unit_test(test_source_csv_alipay_gbk),
+	    cmocka_unit_test(test_source_csv_invalid_utf8),
+	    cmocka_unit_test(test_source_csv_invalid_gbk),
+	    cmocka_unit_test(test_source_csv_big_field),
+	    cmocka_unit_test(test_source_csv_overlong_record),
+	    cmocka_unit_test(test_source_csv_bad_quotes),
+	    cmocka_unit_test(test_source_csv_empty_file),
+	    cmocka_unit_test(test_source_csv_header_only),
+	    cmocka_unit_test(test_source_csv_no_trailing_newline),
+	    cmocka_unit_test(test_source_csv_positional),
+	    cmocka_unit_test(test_source_csv_missing_file),
+	    cmocka_unit_test(test_source_csv_date_path),
+	    cmocka_unit_test(test_source_csv_binary_file),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
