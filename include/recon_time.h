@@ -26,22 +26,36 @@ struct recon_tz;
 
 /*
  * Loads a zone by IANA name ("Asia/Shanghai", "UTC", "Etc/GMT-8") or fixed
- * offset ("+08:00", "-0530", "Z"). Names with ".." or a leading '/' are
- * refused. Caller frees *out with recon_tz_free(). RECON_ECONFIG on an unknown
- * or unreadable zone.
+ * offset ("+08:00", "-0530", "+08", "Z"; hh 00-23, mm 00-59). Names are read
+ * as TZif files (versions 1-4, leap-second records ignored) from $TZDIR, else
+ * /usr/share/zoneinfo; "UTC", "Z" and "Etc/UTC" are built in and need no
+ * tzdata. A name is at most 255 characters of [A-Za-z0-9_+-] components
+ * joined by single '/': so ".." or a leading '/' are refused. Files over
+ * 1 MiB or with any inconsistency are refused, never trusted. The zone is
+ * immutable: share it freely. Caller frees *out with recon_tz_free(); *out
+ * is NULL on failure. RECON_ECONFIG on an invalid name, an unknown,
+ * unreadable or corrupt zone ("unknown time zone 'Mars/Base'",
+ * "time zone file '...' is not a TZif file: ...").
  */
 RECON_MUSTCHECK int recon_tz_load(struct recon_tz **out, const char *name, struct recon_err *err);
-void recon_tz_free(struct recon_tz *tz);
+void recon_tz_free(struct recon_tz *tz); /* NULL-safe */
+/* The name given to recon_tz_load(), borrowed until recon_tz_free(). */
 const char *recon_tz_name(const struct recon_tz *tz);
 
-/* UTC offset in seconds in force at instant utc_ms (east positive: Shanghai +28800). */
+/*
+ * UTC offset in seconds in force at instant utc_ms (east positive: Shanghai
+ * +28800). Before the file's first transition: time type 0 (RFC 8536 3.2);
+ * after its last: the footer's POSIX TZ rule, else the last time type.
+ * Here and below a NULL tz means UTC.
+ */
 int32_t recon_tz_offset(const struct recon_tz *tz, int64_t utc_ms);
 
 /*
  * Converts a wall-clock time (local_ms: the local fields encoded as if they
  * were UTC) to an instant. In a DST gap the time is read with the offset in
  * force before the gap (so 02:30 in a spring-forward gap maps past it); in an
- * overlap the earlier instant is chosen.
+ * overlap the earlier instant is chosen. Examines the offset segments within
+ * 26 hours of local_ms: two binary searches for zones without DST.
  */
 int64_t recon_tz_to_utc(const struct recon_tz *tz, int64_t local_ms);
 /* Instant -> wall clock encoded as if UTC. */
@@ -56,8 +70,14 @@ void recon_civil_from_days(int64_t days, int *y, unsigned *m, unsigned *d);
  * fraction (truncated to ms), 'T' or ' ' separator, optional "Z" or "+hh:mm" /
  * "+hhmm" / "+hh" suffix; surrounding blanks ignored; also "YYYY/MM/DD ..."
  * and a date alone ("YYYY-MM-DD" = midnight). Without a suffix the fields are
- * local time in `tz`. Fields are range-checked (Feb 30 is an error).
- * RECON_EVALUE with a reason on any defect.
+ * local time in `tz` (NULL: UTC). Fields are range-checked (Feb 30 is an
+ * error). Strict on purpose: exactly two digits per field, years 0001-9999,
+ * seconds required ("10:00" is rejected), second 60 rejected (no leap seconds
+ * in statements), at most 9 fraction digits, uppercase 'T' and 'Z' only, no
+ * blank before the suffix; blanks are ' ' and '\t'. s need not be
+ * NUL-terminated. *utc_ms is untouched on failure. RECON_EVALUE with a reason
+ * on any defect: "invalid timestamp '2024-13-01': month 13", the input cut to
+ * 40 bytes + "..." and escaped.
  */
 RECON_MUSTCHECK int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz,
 				     int64_t *utc_ms, struct recon_err *err);
@@ -69,11 +89,16 @@ void recon_date_format(int64_t day, char *buf, size_t size);
 
 /*
  * Durations: one or more <integer><unit> groups, units ms, s, m, h, d
- * ("500ms", "90s", "5m", "2h", "1d", "1h30m"); "0" alone is zero. No
- * negatives, no overflow. RECON_EVALUE otherwise.
+ * ("500ms", "90s", "5m", "2h", "1d", "1h30m"); "0" alone is zero. Each unit
+ * at most once, in the order d, h, m, s, ms ("5m5m" and "30s1m" are errors);
+ * no blanks, no signs, no fractions, no overflow. RECON_EVALUE otherwise,
+ * *ms untouched.
  */
 RECON_MUSTCHECK int recon_duration_parse(const char *s, int64_t *ms, struct recon_err *err);
-/* Shortest exact form: 900000 -> "15m", 5400000 -> "1h30m", 0 -> "0s". */
+/*
+ * Canonical exact form, largest units first: 900000 -> "15m", 5400000 ->
+ * "1h30m", 0 -> "0s"; negative values get a '-'. Parses back to ms.
+ */
 void recon_duration_format(int64_t ms, char *buf, size_t size);
 
 /* Instant -> "2024-01-16T02:00:00.000Z" (buf >= 25 bytes). */
@@ -87,8 +112,10 @@ int64_t recon_tz_day_of(const struct recon_tz *tz, int64_t utc_ms);
 void recon_tz_day_bounds(const struct recon_tz *tz, int64_t day, int64_t *start, int64_t *end);
 
 /*
- * The current instant: $RECON_NOW (an ISO-8601 instant, a testing aid) when
- * set, else the system clock. RECON_ECONFIG when RECON_NOW is malformed.
+ * The current instant: $RECON_NOW (a testing aid, parsed by
+ * recon_time_parse(); without a suffix it is UTC) when set and non-empty,
+ * else the system clock. RECON_ECONFIG when RECON_NOW is malformed, with
+ * where = "RECON_NOW".
  */
 RECON_MUSTCHECK int recon_time_now(int64_t *now_ms, struct recon_err *err);
 

@@ -1,0 +1,1267 @@
+/*
+ * recon_time: instants, time zones, durations and dates.
+ *
+ * Time zones are read from TZif files (RFC 8536) by this module, never through
+ * TZ/tzset()/mktime()/localtime(): those are process-global state, and slow.
+ * A loaded zone is immutable, so one `struct recon_tz` may be shared by any
+ * number of readers.
+ *
+ * A zone is kept as a sorted table of transitions (instant in seconds, UTC
+ * offset in force from then on), the offset in force before the first one,
+ * and the POSIX TZ rule from the file's footer, which governs every instant
+ * after the last transition. Leap-second records are ignored: instants are
+ * POSIX time, as everywhere else in recon.
+ */
+#include "recon_time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recon_mem.h"
+
+/* Longest input excerpt quoted in an error message, in input bytes. */
+#define QUOTE_MAX 40
+/* Worst case: every byte escaped as \xNN, plus "..." and the NUL. */
+#define QUOTE_BUF (QUOTE_MAX * 4 + 4)
+
+/* Zone names are relative paths under the zone directory. */
+#define TZ_NAME_MAX 255
+/* Real tz files are a few KiB; anything larger is refused unread. */
+#define TZIF_MAX_SIZE (1024 * 1024)
+#define TZIF_HDR_SIZE 44
+/*
+ * Bound on any UTC offset, in seconds (exclusive). Real offsets stay within
+ * +-16h; POSIX TZ strings allow up to 24:59:59. Every solution of
+ * local = utc + offset therefore lies within TZ_WINDOW of local.
+ */
+#define TZ_OFFSET_LIMIT (26 * 3600)
+#define TZ_WINDOW	TZ_OFFSET_LIMIT
+/* Segments examined by recon_tz_to_utc() before giving up on a crafted file. */
+#define TZ_MAX_SEGMENTS 64
+/* Default DST rule when a TZ string names a DST zone but gives no rule (as tzcode). */
+#define TZ_DEFAULT_RULE ",M3.2.0,M11.1.0"
+
+#define SEC_PER_DAY 86400LL
+
+/* One end of a DST period in a POSIX TZ rule: "Jn", "n" or "Mm.w.d", then "/time". */
+struct tz_rule_date {
+	char kind;    /* 'J' (1..365, no Feb 29), 'D' (0..365, zero-based), 'M' */
+	int n;	      /* J and D: the day */
+	int mon;      /* M: month 1..12 */
+	int week;     /* M: week 1..5, 5 = last */
+	int wday;     /* M: weekday 0..6, 0 = Sunday */
+	int32_t time; /* local time of day in seconds, -167h..167h (RFC 8536 v3) */
+};
+
+/* A POSIX TZ string ("CST-8", "EST5EDT,M3.2.0,M11.1.0"), offsets east-positive. */
+struct tz_rule {
+	int32_t std_off;
+	int32_t dst_off;
+	bool has_dst;
+	struct tz_rule_date start; /* DST begins; time is standard local time */
+	struct tz_rule_date end;   /* DST ends; time is daylight local time */
+};
+
+struct recon_tz {
+	char *name;
+	size_t ntrans;
+	int64_t *trans;	    /* transition instants in seconds, strictly increasing */
+	int32_t *trans_off; /* offset in force from trans[i] on */
+	int32_t first_off;  /* before trans[0]: time type 0 (RFC 8536 3.2) */
+	bool has_rule;	    /* footer rule governs instants >= the last transition */
+	bool fixed;	    /* one offset for all instants: fixed_off */
+	int32_t fixed_off;
+	struct tz_rule rule;
+};
+
+/* A DST start or end in a given year, for evaluating a rule. */
+struct tz_event {
+	int64_t t; /* instant, seconds */
+	bool dst;  /* DST in force from t on */
+};
+
+/* Years of events computed around an instant: the one before it is always among them. */
+#define TZ_EVENT_YEARS 5
+
+/* ---- small helpers ---- */
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	if (b > 0 && a > INT64_MAX - b)
+		return INT64_MAX;
+	if (b < 0 && a < INT64_MIN - b)
+		return INT64_MIN;
+	return a + b;
+}
+
+static bool is_leap(int64_t y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static unsigned days_in_month(int64_t y, unsigned m)
+{
+	static const unsigned char mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+	return m == 2 && is_leap(y) ? 29 : mdays[m - 1];
+}
+
+/* Writes byte c for a message: printable ASCII as is, the rest as \xNN. */
+static size_t escape_byte(char *dst, unsigned char c)
+{
+	if (c == '\'' || c == '\\') {
+		dst[0] = '\\';
+		dst[1] = (char)c;
+		return 2;
+	}
+	if (c < 0x20 || c >= 0x7f) {
+		static const char hex[] = "0123456789abcdef";
+
+		dst[0] = '\\';
+		dst[1] = 'x';
+		dst[2] = hex[c >> 4];
+		dst[3] = hex[c & 0xf];
+		return 4;
+	}
+	dst[0] = (char)c;
+	return 1;
+}
+
+/*
+ * Renders s[0..len) for quoting in a message: escaped, and cut to QUOTE_MAX
+ * input bytes plus "..." so a huge field cannot flood logs. Returns dst.
+ */
+static const char *quote(char dst[QUOTE_BUF], const char *s, size_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < len && i < QUOTE_MAX; i++)
+		n += escape_byte(dst + n, (unsigned char)s[i]);
+	if (len > QUOTE_MAX) {
+		memcpy(dst + n, "...", 3);
+		n += 3;
+	}
+	dst[n] = '\0';
+	return dst;
+}
+
+/* "invalid <what> '<input>': <reason>", as RECON_EVALUE. */
+RECON_PRINTF(5, 6)
+static int reject(struct recon_err *err, const char *what, const char *s, size_t len,
+		  const char *fmt, ...)
+{
+	char q[QUOTE_BUF];
+	char reason[128];
+	va_list ap;
+
+	/* First error wins: skip the formatting on reject-heavy inputs. */
+	if (!err || err->code)
+		return RECON_EVALUE;
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	return recon_err_set(err, RECON_EVALUE, NULL, "invalid %s '%s': %s", what, quote(q, s, len),
+			     reason);
+}
+
+/* Two decimal digits at p, or -1. */
+static int d2(const char *p)
+{
+	if (!is_digit(p[0]) || !is_digit(p[1]))
+		return -1;
+	return (p[0] - '0') * 10 + (p[1] - '0');
+}
+
+/*
+ * Parses a UTC offset "+hh:mm", "+hhmm" or "+hh" (hh 00..23, mm 00..59) at
+ * p[0..end). On success stores seconds east of UTC and returns the end of the
+ * offset; returns NULL if p does not hold one.
+ */
+static const char *parse_utc_offset(const char *p, const char *end, int32_t *off)
+{
+	int sign, hh, mm = 0;
+
+	if (end - p < 3 || (p[0] != '+' && p[0] != '-'))
+		return NULL;
+	sign = p[0] == '-' ? -1 : 1;
+	hh = d2(p + 1);
+	if (hh < 0 || hh > 23)
+		return NULL;
+	p += 3;
+	if (p < end && p[0] == ':') {
+		if (end - p < 3)
+			return NULL;
+		mm = d2(p + 1);
+		p += 3;
+	} else if (p < end && is_digit(p[0])) {
+		if (end - p < 2)
+			return NULL;
+		mm = d2(p);
+		p += 2;
+	}
+	if (mm < 0 || mm > 59)
+		return NULL;
+	*off = sign * (hh * 3600 + mm * 60);
+	return p;
+}
+
+/* ---- calendar ---- */
+
+/* Howard Hinnant's days_from_civil, on int64 so that any instant's year works. */
+static int64_t days_from_civil64(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = floor_div(y, 400);
+	yoe = y - era * 400;
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days64(int64_t days, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t z = days + 719468;
+	int64_t era = floor_div(z, 146097);
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+
+	*d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+int64_t recon_days_from_civil(int y, unsigned m, unsigned d)
+{
+	return days_from_civil64(y, m, d);
+}
+
+void recon_civil_from_days(int64_t days, int *y, unsigned *m, unsigned *d)
+{
+	int64_t yy;
+
+	civil_from_days64(days, &yy, m, d);
+	*y = (int)yy;
+}
+
+/* 0 = Sunday. 1970-01-01 was a Thursday. */
+static int weekday(int64_t days)
+{
+	int64_t r = (days + 4) % 7;
+
+	return (int)(r < 0 ? r + 7 : r);
+}
+
+/* ---- POSIX TZ rules (TZif footers) ---- */
+
+/* Up to `maxdig` digits as a number in [0, max]; NULL on failure. */
+static const char *rule_num(const char *p, const char *end, int maxdig, int max, int *out)
+{
+	int v = 0, n = 0;
+
+	while (p < end && is_digit(*p) && n < maxdig) {
+		v = v * 10 + (*p - '0');
+		p++;
+		n++;
+	}
+	if (n == 0 || v > max || (p < end && is_digit(*p)))
+		return NULL;
+	*out = v;
+	return p;
+}
+
+/*
+ * [+-]hh[:mm[:ss]], hh at most max_hours. Stores signed seconds as written
+ * (POSIX offsets are west-positive; the caller negates). NULL on failure.
+ */
+static const char *rule_hms(const char *p, const char *end, int max_hours, int32_t *out)
+{
+	int sign = 1, hh, mm = 0, ss = 0;
+
+	if (p < end && (*p == '+' || *p == '-')) {
+		sign = *p == '-' ? -1 : 1;
+		p++;
+	}
+	p = rule_num(p, end, 3, max_hours, &hh);
+	if (!p)
+		return NULL;
+	if (p < end && *p == ':') {
+		p = rule_num(p + 1, end, 2, 59, &mm);
+		if (!p)
+			return NULL;
+		if (p < end && *p == ':') {
+			p = rule_num(p + 1, end, 2, 59, &ss);
+			if (!p)
+				return NULL;
+		}
+	}
+	*out = sign * (hh * 3600 + mm * 60 + ss);
+	return p;
+}
+
+/* A zone abbreviation: alphabetic, or <...> with alphanumerics and signs. */
+static const char *rule_name(const char *p, const char *end)
+{
+	const char *start;
+
+	if (p < end && *p == '<') {
+		start = ++p;
+		while (p < end && (is_digit(*p) || (*p >= 'A' && *p <= 'Z') ||
+				   (*p >= 'a' && *p <= 'z') || *p == '+' || *p == '-'))
+			p++;
+		if (p == start || p >= end || *p != '>')
+			return NULL;
+		return p + 1;
+	}
+	start = p;
+	while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
+		p++;
+	return p == start ? NULL : p;
+}
+
+static const char *rule_date(const char *p, const char *end, struct tz_rule_date *rd)
+{
+	int32_t t = 7200;
+
+	memset(rd, 0, sizeof(*rd));
+	if (p < end && *p == 'J') {
+		rd->kind = 'J';
+		p = rule_num(p + 1, end, 3, 365, &rd->n);
+		if (!p || rd->n < 1)
+			return NULL;
+	} else if (p < end && *p == 'M') {
+		rd->kind = 'M';
+		p = rule_num(p + 1, end, 2, 12, &rd->mon);
+		if (!p || rd->mon < 1 || p >= end || *p != '.')
+			return NULL;
+		p = rule_num(p + 1, end, 1, 5, &rd->week);
+		if (!p || rd->week < 1 || p >= end || *p != '.')
+			return NULL;
+		p = rule_num(p + 1, end, 1, 6, &rd->wday);
+		if (!p)
+			return NULL;
+	} else {
+		rd->kind = 'D';
+		p = rule_num(p, end, 3, 365, &rd->n);
+		if (!p)
+			return NULL;
+	}
+	if (p < end && *p == '/') {
+		/* RFC 8536 version 3 allows -167..167 hours. */
+		p = rule_hms(p + 1, end, 167, &t);
+		if (!p)
+			return NULL;
+	}
+	rd->time = t;
+	return p;
+}
+
+/* Parses a POSIX TZ string s[0..len). Returns false if it is malformed. */
+static bool rule_parse(const char *s, size_t len, struct tz_rule *r)
+{
+	const char *p = s, *end = s + len;
+	int32_t off;
+
+	memset(r, 0, sizeof(*r));
+	p = rule_name(p, end);
+	if (!p)
+		return false;
+	p = rule_hms(p, end, 24, &off);
+	if (!p)
+		return false;
+	r->std_off = -off;
+	if (p == end)
+		return true;
+	p = rule_name(p, end);
+	if (!p)
+		return false;
+	r->has_dst = true;
+	r->dst_off = r->std_off + 3600;
+	if (p < end && *p != ',') {
+		p = rule_hms(p, end, 24, &off);
+		if (!p)
+			return false;
+		r->dst_off = -off;
+	}
+	if (p == end) {
+		p = TZ_DEFAULT_RULE;
+		end = p + strlen(p);
+	}
+	if (*p != ',')
+		return false;
+	p = rule_date(p + 1, end, &r->start);
+	if (!p || p >= end || *p != ',')
+		return false;
+	p = rule_date(p + 1, end, &r->end);
+	return p == end;
+}
+
+/* Local midnight-based seconds of a rule date in year y (as if UTC). */
+static int64_t rule_local(const struct tz_rule_date *rd, int64_t y)
+{
+	int64_t day = days_from_civil64(y, 1, 1);
+
+	if (rd->kind == 'J') {
+		day += rd->n - 1;
+		if (is_leap(y) && rd->n >= 60)
+			day++;
+	} else if (rd->kind == 'D') {
+		day += rd->n;
+	} else {
+		int64_t first = days_from_civil64(y, (unsigned)rd->mon, 1);
+		int md = (int)days_in_month(y, (unsigned)rd->mon);
+		int dom = (rd->wday - weekday(first) + 7) % 7 + 7 * (rd->week - 1);
+
+		if (dom >= md)
+			dom -= 7;
+		day = first + dom;
+	}
+	return day * SEC_PER_DAY + rd->time;
+}
+
+/*
+ * The DST starts and ends of the years around instant t (seconds), sorted
+ * by time. The sort is stable, so when an end and the next start coincide
+ * (all-year DST written as "0/0,J365/25") the start, generated later, wins.
+ */
+static void rule_events(const struct tz_rule *r, int64_t t, struct tz_event ev[2 * TZ_EVENT_YEARS])
+{
+	int64_t y0, y;
+	unsigned m, d;
+	size_t i, j, n = 0;
+
+	civil_from_days64(floor_div(t, SEC_PER_DAY), &y0, &m, &d);
+	for (y = y0 - TZ_EVENT_YEARS / 2; y <= y0 + TZ_EVENT_YEARS / 2; y++) {
+		ev[n].t = rule_local(&r->start, y) - r->std_off;
+		ev[n++].dst = true;
+		ev[n].t = rule_local(&r->end, y) - r->dst_off;
+		ev[n++].dst = false;
+	}
+	for (i = 1; i < n; i++) {
+		struct tz_event e = ev[i];
+
+		for (j = i; j > 0 && ev[j - 1].t > e.t; j--)
+			ev[j] = ev[j - 1];
+		ev[j] = e;
+	}
+}
+
+static int32_t rule_offset(const struct tz_rule *r, int64_t t)
+{
+	struct tz_event ev[2 * TZ_EVENT_YEARS];
+	bool dst = false;
+	size_t i;
+
+	if (!r->has_dst)
+		return r->std_off;
+	rule_events(r, t, ev);
+	for (i = 0; i < 2 * TZ_EVENT_YEARS && ev[i].t <= t; i++)
+		dst = ev[i].dst;
+	return dst ? r->dst_off : r->std_off;
+}
+
+/* ---- offsets ---- */
+
+/* Offset in force at instant t (seconds). */
+static int32_t tz_offset_sec(const struct recon_tz *tz, int64_t t)
+{
+	size_t lo, hi;
+
+	if (tz->fixed)
+		return tz->fixed_off;
+	if (tz->ntrans == 0 || t >= tz->trans[tz->ntrans - 1]) {
+		if (tz->has_rule)
+			return rule_offset(&tz->rule, t);
+		return tz->ntrans ? tz->trans_off[tz->ntrans - 1] : tz->first_off;
+	}
+	if (t < tz->trans[0])
+		return tz->first_off;
+	/* Largest i with trans[i] <= t: trans[lo] <= t < trans[hi]. */
+	lo = 0;
+	hi = tz->ntrans - 1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tz->trans[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return tz->trans_off[lo];
+}
+
+/* The first instant after t (seconds) at which the offset may change. */
+static bool tz_next_change(const struct recon_tz *tz, int64_t t, int64_t *next)
+{
+	if (tz->fixed)
+		return false;
+	if (tz->ntrans > 0 && t < tz->trans[tz->ntrans - 1]) {
+		size_t lo = 0, hi = tz->ntrans - 1;
+
+		/* Smallest i with trans[i] > t. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tz->trans[mid] > t)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		*next = tz->trans[lo];
+		return true;
+	}
+	if (tz->has_rule && tz->rule.has_dst) {
+		struct tz_event ev[2 * TZ_EVENT_YEARS];
+		size_t i;
+
+		rule_events(&tz->rule, t, ev);
+		for (i = 0; i < 2 * TZ_EVENT_YEARS; i++) {
+			if (ev[i].t > t) {
+				*next = ev[i].t;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+int32_t recon_tz_offset(const struct recon_tz *tz, int64_t utc_ms)
+{
+	if (!tz)
+		return 0;
+	return tz_offset_sec(tz, floor_div(utc_ms, RECON_MS_PER_SEC));
+}
+
+int64_t recon_tz_to_local(const struct recon_tz *tz, int64_t utc_ms)
+{
+	return sat_add(utc_ms, (int64_t)recon_tz_offset(tz, utc_ms) * RECON_MS_PER_SEC);
+}
+
+/* Whether local_ms - off (seconds) lies in the segment [from, to) (seconds). */
+static bool in_segment(int64_t local_ms, int32_t off, int64_t from, int64_t to, bool bounded)
+{
+	int64_t t =
+	    floor_div(sat_add(local_ms, -(int64_t)off * RECON_MS_PER_SEC), RECON_MS_PER_SEC);
+
+	return t >= from && (!bounded || t < to);
+}
+
+/*
+ * Every instant u with u + offset(u) == local lies within TZ_WINDOW of
+ * local, so walk the segments of constant offset that cover
+ * [local - TZ_WINDOW, local + TZ_WINDOW]. The first segment whose offset
+ * maps local into itself holds the earliest solution (overlap rule). If no
+ * segment does, local is in a gap: read it with the offset before the gap.
+ */
+int64_t recon_tz_to_utc(const struct recon_tz *tz, int64_t local_ms)
+{
+	int64_t lsec, from, to = 0, wend;
+	int32_t off, next_off;
+	bool bounded;
+	int64_t gap_ms = 0;
+	bool have_gap = false;
+	int i;
+
+	if (!tz)
+		return local_ms;
+	if (tz->fixed)
+		return sat_add(local_ms, -(int64_t)tz->fixed_off * RECON_MS_PER_SEC);
+	lsec = floor_div(local_ms, RECON_MS_PER_SEC);
+	from = lsec - TZ_WINDOW;
+	wend = lsec + TZ_WINDOW;
+	off = tz_offset_sec(tz, from);
+	for (i = 0; i < TZ_MAX_SEGMENTS; i++) {
+		bounded = tz_next_change(tz, from, &to);
+		if (in_segment(local_ms, off, from, to, bounded))
+			return sat_add(local_ms, -(int64_t)off * RECON_MS_PER_SEC);
+		if (!bounded || to > wend)
+			break;
+		next_off = tz_offset_sec(tz, to);
+		/* Local times [to + off, to + next_off) do not exist. */
+		if (!have_gap && next_off > off && lsec >= to + off && lsec < to + next_off) {
+			gap_ms = sat_add(local_ms, -(int64_t)off * RECON_MS_PER_SEC);
+			have_gap = true;
+		}
+		from = to;
+		off = next_off;
+	}
+	if (have_gap)
+		return gap_ms;
+	/* Unreachable for sane zones; a crafted file gets a plausible answer. */
+	return sat_add(local_ms, -(int64_t)tz_offset_sec(tz, lsec) * RECON_MS_PER_SEC);
+}
+
+/* ---- loading ---- */
+
+const char *recon_tz_name(const struct recon_tz *tz)
+{
+	return tz ? tz->name : "UTC";
+}
+
+void recon_tz_free(struct recon_tz *tz)
+{
+	if (!tz)
+		return;
+	free(tz->name);
+	free(tz->trans);
+	free(tz->trans_off);
+	free(tz);
+}
+
+static struct recon_tz *tz_new(const char *name)
+{
+	struct recon_tz *tz = recon_xcalloc(1, sizeof(*tz));
+
+	tz->name = recon_xstrdup(name);
+	return tz;
+}
+
+static struct recon_tz *tz_new_fixed(const char *name, int32_t off)
+{
+	struct recon_tz *tz = tz_new(name);
+
+	tz->fixed = true;
+	tz->fixed_off = off;
+	tz->first_off = off;
+	return tz;
+}
+
+/* [A-Za-z0-9_+-] components separated by single '/'; so no "..", no leading '/'. */
+static bool tz_name_ok(const char *name)
+{
+	size_t i, comp = 0;
+
+	for (i = 0; name[i]; i++) {
+		char c = name[i];
+
+		if (i >= TZ_NAME_MAX)
+			return false;
+		if (c == '/') {
+			if (comp == 0)
+				return false;
+			comp = 0;
+			continue;
+		}
+		if (!(is_digit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+		      c == '+' || c == '-'))
+			return false;
+		comp++;
+	}
+	return comp > 0;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Two's complement without implementation-defined conversions. */
+static int64_t be32s(const unsigned char *p)
+{
+	uint32_t u = be32(p);
+
+	return u <= INT32_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+static int64_t be64s(const unsigned char *p)
+{
+	uint64_t u = (uint64_t)be32(p) << 32 | be32(p + 4);
+
+	return u <= INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+struct tzif_hdr {
+	int version; /* 1, 2, 3, 4 */
+	size_t isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt;
+};
+
+/* Reads the header at buf[0..avail); returns NULL or what is wrong. */
+static const char *tzif_header(const unsigned char *buf, size_t avail, struct tzif_hdr *h)
+{
+	size_t *cnt[6];
+	int i;
+
+	if (avail < TZIF_HDR_SIZE || memcmp(buf, "TZif", 4) != 0)
+		return "";
+	if (buf[4] == 0)
+		h->version = 1;
+	else if (buf[4] >= '2' && buf[4] <= '4')
+		h->version = buf[4] - '0';
+	else
+		return "unsupported version";
+	cnt[0] = &h->isutcnt;
+	cnt[1] = &h->isstdcnt;
+	cnt[2] = &h->leapcnt;
+	cnt[3] = &h->timecnt;
+	cnt[4] = &h->typecnt;
+	cnt[5] = &h->charcnt;
+	for (i = 0; i < 6; i++) {
+		uint32_t v = be32(buf + 20 + 4 * i);
+
+		/* Keeps the size arithmetic below far from overflow. */
+		if (v > TZIF_MAX_SIZE)
+			return "count out of range";
+		*cnt[i] = v;
+	}
+	if (h->typecnt == 0 || h->typecnt > 256)
+		return "bad time type count";
+	if ((h->isutcnt != 0 && h->isutcnt != h->typecnt) ||
+	    (h->isstdcnt != 0 && h->isstdcnt != h->typecnt))
+		return "bad indicator count";
+	return NULL;
+}
+
+/* Size of the data block after a header; tsize is 4 (v1) or 8 (v2+). */
+static size_t tzif_block_size(const struct tzif_hdr *h, size_t tsize)
+{
+	return h->timecnt * tsize + h->timecnt + h->typecnt * 6 + h->charcnt +
+	       h->leapcnt * (tsize + 4) + h->isstdcnt + h->isutcnt;
+}
+
+/*
+ * Fills tz from the TZif image buf[0..size). Returns NULL or what is wrong
+ * ("" for "not TZif at all").
+ */
+static const char *tzif_parse(struct recon_tz *tz, const unsigned char *buf, size_t size)
+{
+	struct tzif_hdr h;
+	const unsigned char *data, *types, *ttinfo;
+	size_t pos, tsize = 4, i, bsize;
+	const char *why;
+
+	why = tzif_header(buf, size, &h);
+	if (why)
+		return why;
+	pos = TZIF_HDR_SIZE;
+	bsize = tzif_block_size(&h, 4);
+	if (bsize > size - pos)
+		return "data truncated";
+	if (h.version >= 2) {
+		/* Skip the 32-bit block; the 64-bit one follows its own header. */
+		pos += bsize;
+		why = tzif_header(buf + pos, size - pos, &h);
+		if (why)
+			return *why ? why : "second header missing";
+		pos += TZIF_HDR_SIZE;
+		tsize = 8;
+		bsize = tzif_block_size(&h, 8);
+		if (bsize > size - pos)
+			return "data truncated";
+	}
+	data = buf + pos;
+	types = data + h.timecnt * tsize;
+	ttinfo = types + h.timecnt;
+
+	for (i = 0; i < h.typecnt; i++) {
+		int64_t utoff = be32s(ttinfo + 6 * i);
+
+		if (utoff <= -TZ_OFFSET_LIMIT || utoff >= TZ_OFFSET_LIMIT)
+			return "utc offset out of range";
+		if (ttinfo[6 * i + 4] > 1)
+			return "bad dst flag";
+	}
+	tz->first_off = (int32_t)be32s(ttinfo);
+	tz->ntrans = h.timecnt;
+	tz->trans = recon_xcalloc(h.timecnt, sizeof(*tz->trans));
+	tz->trans_off = recon_xcalloc(h.timecnt, sizeof(*tz->trans_off));
+	for (i = 0; i < h.timecnt; i++) {
+		int64_t t = tsize == 8 ? be64s(data + 8 * i) : be32s(data + 4 * i);
+
+		if (i > 0 && t <= tz->trans[i - 1])
+			return "transitions out of order";
+		if (types[i] >= h.typecnt)
+			return "bad time type index";
+		tz->trans[i] = t;
+		tz->trans_off[i] = (int32_t)be32s(ttinfo + 6 * types[i]);
+	}
+	pos += bsize;
+
+	/* Footer (v2+): "\n<POSIX TZ string>\n"; an empty string means no rule. */
+	if (h.version >= 2 && pos < size) {
+		const unsigned char *nl;
+		size_t flen;
+
+		if (buf[pos] != '\n')
+			return "bad footer";
+		pos++;
+		nl = memchr(buf + pos, '\n', size - pos);
+		if (!nl)
+			return "footer truncated";
+		flen = (size_t)(nl - (buf + pos));
+		if (flen > 0) {
+			if (!rule_parse((const char *)buf + pos, flen, &tz->rule))
+				return "bad footer";
+			tz->has_rule = true;
+		}
+	}
+	if (tz->ntrans == 0 && !(tz->has_rule && tz->rule.has_dst)) {
+		tz->fixed = true;
+		tz->fixed_off = tz->has_rule ? tz->rule.std_off : tz->first_off;
+	}
+	return NULL;
+}
+
+/*
+ * Reads the regular file at path into *buf (caller frees). 0, RECON_ENOTFOUND
+ * when there is no such zone, or RECON_ECONFIG with err set.
+ */
+static int read_zone_file(const char *path, const char *name, unsigned char **buf, size_t *size,
+			  struct recon_err *err)
+{
+	char q[QUOTE_BUF];
+	struct stat st;
+	unsigned char *data = NULL;
+	size_t n = 0;
+	int fd, ret;
+
+	*buf = NULL;
+	*size = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG || errno == ELOOP)
+			return RECON_ENOTFOUND;
+		return recon_err_set(err, RECON_ECONFIG, NULL,
+				     "cannot open time zone file '%s': %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = recon_err_set(err, RECON_ECONFIG, NULL, "cannot stat time zone file '%s': %s",
+				    path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* "America" is a directory, not a zone. */
+		ret = recon_err_set(err, RECON_ECONFIG, NULL, "unknown time zone '%s'",
+				    quote(q, name, strlen(name)));
+		goto out;
+	}
+	if (st.st_size > TZIF_MAX_SIZE) {
+		ret = recon_err_set(err, RECON_ECONFIG, NULL,
+				    "time zone file '%s' is not a TZif file: larger than %d bytes",
+				    path, TZIF_MAX_SIZE);
+		goto out;
+	}
+	/* Reads at most what fstat promised; a file growing meanwhile is cut. */
+	data = recon_xmalloc((size_t)st.st_size);
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, data + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = recon_err_set(err, RECON_ECONFIG, NULL,
+					    "cannot read time zone file '%s': %s", path,
+					    strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*buf = data;
+	*size = n;
+	data = NULL;
+	ret = 0;
+out:
+	free(data);
+	close(fd);
+	return ret;
+}
+
+int recon_tz_load(struct recon_tz **out, const char *name, struct recon_err *err)
+{
+	char q[QUOTE_BUF];
+	struct recon_tz *tz = NULL;
+	unsigned char *buf = NULL;
+	char *path = NULL;
+	const char *dir, *why;
+	size_t size, plen;
+	int32_t off;
+	int ret;
+
+	*out = NULL;
+	if (!name)
+		name = "";
+	/* Work without tzdata installed. */
+	if (!strcmp(name, "UTC") || !strcmp(name, "Z") || !strcmp(name, "Etc/UTC")) {
+		*out = tz_new_fixed(name, 0);
+		ret = 0;
+		goto out;
+	}
+	if (name[0] == '+' || name[0] == '-') {
+		const char *end = name + strlen(name);
+
+		if (parse_utc_offset(name, end, &off) != end) {
+			ret =
+			    recon_err_set(err, RECON_ECONFIG, NULL, "invalid time zone offset '%s'",
+					  quote(q, name, strlen(name)));
+			goto out;
+		}
+		*out = tz_new_fixed(name, off);
+		ret = 0;
+		goto out;
+	}
+	if (!tz_name_ok(name)) {
+		ret = recon_err_set(err, RECON_ECONFIG, NULL, "invalid time zone name '%s'",
+				    quote(q, name, strlen(name)));
+		goto out;
+	}
+	dir = getenv("TZDIR");
+	if (!dir || !*dir)
+		dir = "/usr/share/zoneinfo";
+	plen = recon_st_add(recon_st_add(strlen(dir), strlen(name)), 2);
+	path = recon_xmalloc(plen);
+	snprintf(path, plen, "%s/%s", dir, name);
+
+	ret = read_zone_file(path, name, &buf, &size, err);
+	if (ret == RECON_ENOTFOUND) {
+		ret = recon_err_set(err, RECON_ECONFIG, NULL, "unknown time zone '%s'",
+				    quote(q, name, strlen(name)));
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	tz = tz_new(name);
+	why = tzif_parse(tz, buf, size);
+	if (why) {
+		ret = recon_err_set(err, RECON_ECONFIG, NULL,
+				    "time zone file '%s' is not a TZif file%s%s", path,
+				    *why ? ": " : "", why);
+		goto out;
+	}
+	*out = tz;
+	tz = NULL;
+	ret = 0;
+out:
+	recon_tz_free(tz);
+	free(buf);
+	free(path);
+	return ret;
+}
+
+/* ---- parsing and formatting ---- */
+
+/*
+ * "YYYY-MM-DD" (sep '-') or also "YYYY/MM/DD" (slash_ok) at p, which holds at
+ * least 10 bytes. Returns 0 and the day number, or rejects.
+ */
+static int parse_ymd(const char *p, bool slash_ok, int64_t *day, struct recon_err *err,
+		     const char *what, const char *s, size_t len)
+{
+	int y1 = d2(p), y2 = d2(p + 2), m = d2(p + 5), d = d2(p + 8);
+	char sep = p[4];
+	int y;
+
+	if (y1 < 0 || y2 < 0 || m < 0 || d < 0 || p[7] != sep ||
+	    !(sep == '-' || (slash_ok && sep == '/')))
+		return reject(err, what, s, len, "expected 'YYYY-MM-DD'");
+	y = y1 * 100 + y2;
+	if (y == 0)
+		return reject(err, what, s, len, "year 0");
+	if (m < 1 || m > 12)
+		return reject(err, what, s, len, "month %d", m);
+	if (d < 1 || (unsigned)d > days_in_month(y, (unsigned)m))
+		return reject(err, what, s, len, "day %d out of range for %04d-%02d", d, y, m);
+	*day = days_from_civil64(y, (unsigned)m, (unsigned)d);
+	return 0;
+}
+
+int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz, int64_t *utc_ms,
+		     struct recon_err *err)
+{
+	static const char what[] = "timestamp";
+	const char *p = s, *end = s + len;
+	int64_t day, local;
+	int hh, mi, ss, ms = 0, nfrac = 0;
+	int32_t off = 0;
+	bool has_off = false;
+
+	if (!s)
+		return reject(err, what, "", 0, "empty");
+	while (p < end && is_blank(*p))
+		p++;
+	while (end > p && is_blank(end[-1]))
+		end--;
+	if (p == end)
+		return reject(err, what, s, len, "empty");
+	if (end - p < 10)
+		return reject(err, what, s, len, "expected 'YYYY-MM-DD'");
+	if (parse_ymd(p, true, &day, err, what, s, len) < 0)
+		return RECON_EVALUE;
+	p += 10;
+	if (p == end) {
+		local = day * RECON_MS_PER_DAY;
+		goto convert;
+	}
+	if (*p != 'T' && *p != ' ')
+		return reject(err, what, s, len, "expected 'T' or ' ' after the date");
+	p++;
+	if (end - p < 8 || (hh = d2(p)) < 0 || p[2] != ':' || (mi = d2(p + 3)) < 0 || p[5] != ':' ||
+	    (ss = d2(p + 6)) < 0)
+		return reject(err, what, s, len, "expected 'HH:MM:SS'");
+	if (hh > 23)
+		return reject(err, what, s, len, "hour %d", hh);
+	if (mi > 59)
+		return reject(err, what, s, len, "minute %d", mi);
+	/* Leap seconds do not occur in payment data; 60 is a typo. */
+	if (ss > 59)
+		return reject(err, what, s, len, "second %d", ss);
+	p += 8;
+	if (p < end && *p == '.') {
+		p++;
+		while (p < end && is_digit(*p)) {
+			/* Digits past milliseconds are truncated, not rounded. */
+			if (nfrac < 3)
+				ms = ms * 10 + (*p - '0');
+			nfrac++;
+			p++;
+		}
+		if (nfrac == 0)
+			return reject(err, what, s, len, "expected digits after '.'");
+		if (nfrac > 9)
+			return reject(err, what, s, len, "more than 9 fraction digits");
+		for (; nfrac < 3; nfrac++)
+			ms *= 10;
+	}
+	if (p < end && *p == 'Z') {
+		has_off = true;
+		p++;
+	} else if (p < end && (*p == '+' || *p == '-')) {
+		const char *q = parse_utc_offset(p, end, &off);
+
+		if (!q || (q < end && is_digit(*q)))
+			return reject(err, what, s, len, "invalid utc offset");
+		has_off = true;
+		p = q;
+	}
+	if (p != end) {
+		char c[5];
+
+		c[escape_byte(c, (unsigned char)*p)] = '\0';
+		return reject(err, what, s, len, "unexpected '%s'", c);
+	}
+	local = day * RECON_MS_PER_DAY + hh * RECON_MS_PER_HOUR + mi * RECON_MS_PER_MIN +
+		ss * RECON_MS_PER_SEC + ms;
+convert:
+	if (has_off)
+		*utc_ms = local - (int64_t)off * RECON_MS_PER_SEC;
+	else
+		*utc_ms = recon_tz_to_utc(tz, local);
+	return 0;
+}
+
+int recon_date_parse(const char *s, int64_t *day, struct recon_err *err)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	if (len == 0)
+		return reject(err, "date", "", 0, "empty");
+	if (len != 10)
+		return reject(err, "date", s, len, "expected 'YYYY-MM-DD'");
+	return parse_ymd(s, false, day, err, "date", s, len);
+}
+
+void recon_date_format(int64_t day, char *buf, size_t size)
+{
+	int64_t y;
+	unsigned m, d;
+
+	civil_from_days64(day, &y, &m, &d);
+	snprintf(buf, size, "%04lld-%02u-%02u", (long long)y, m, d);
+}
+
+/* Duration units, in the order they must appear. */
+static const struct {
+	const char *name;
+	int64_t ms;
+} duration_units[] = {
+    {"d", RECON_MS_PER_DAY},
+    {"h", RECON_MS_PER_HOUR},
+    {"m", RECON_MS_PER_MIN},
+    {"s", RECON_MS_PER_SEC},
+    {"ms", 1},
+};
+
+#define NUNITS (sizeof(duration_units) / sizeof(duration_units[0]))
+
+int recon_duration_parse(const char *s, int64_t *ms, struct recon_err *err)
+{
+	static const char what[] = "duration";
+	size_t len = s ? strlen(s) : 0;
+	const char *p = s;
+	int64_t total = 0;
+	size_t next_unit = 0; /* units before this one are used up */
+	char c[5];
+
+	if (len == 0)
+		return reject(err, what, "", 0, "empty");
+	if (!strcmp(s, "0")) {
+		*ms = 0;
+		return 0;
+	}
+	while (*p) {
+		int64_t v = 0;
+		size_t u;
+
+		if (!is_digit(*p)) {
+			c[escape_byte(c, (unsigned char)*p)] = '\0';
+			return reject(err, what, s, len, "expected a number at '%s'", c);
+		}
+		for (; is_digit(*p); p++) {
+			int dig = *p - '0';
+
+			if (v > (INT64_MAX - dig) / 10)
+				return reject(err, what, s, len, "too large");
+			v = v * 10 + dig;
+		}
+		if (!*p)
+			return reject(err, what, s, len, "missing unit (d, h, m, s or ms)");
+		if (p[0] == 'm' && p[1] == 's')
+			u = 4;
+		else if (p[0] == 'm')
+			u = 2;
+		else if (p[0] == 'd')
+			u = 0;
+		else if (p[0] == 'h')
+			u = 1;
+		else if (p[0] == 's')
+			u = 3;
+		else {
+			c[escape_byte(c, (unsigned char)*p)] = '\0';
+			return reject(err, what, s, len, "unknown unit at '%s'", c);
+		}
+		if (u < next_unit)
+			return reject(
+			    err, what, s, len,
+			    "units must appear at most once, in the order d, h, m, s, ms");
+		if (v > INT64_MAX / duration_units[u].ms ||
+		    total > INT64_MAX - v * duration_units[u].ms)
+			return reject(err, what, s, len, "too large");
+		total += v * duration_units[u].ms;
+		p += strlen(duration_units[u].name);
+		next_unit = u + 1;
+	}
+	*ms = total;
+	return 0;
+}
+
+void recon_duration_format(int64_t ms, char *buf, size_t size)
+{
+	uint64_t rest;
+	size_t i, n = 0;
+
+	if (size == 0)
+		return;
+	buf[0] = '\0';
+	if (ms == 0) {
+		snprintf(buf, size, "0s");
+		return;
+	}
+	if (ms < 0) {
+		snprintf(buf, size, "-");
+		n = 1;
+		rest = (uint64_t)(-(ms + 1)) + 1;
+	} else {
+		rest = (uint64_t)ms;
+	}
+	for (i = 0; i < NUNITS && n < size; i++) {
+		uint64_t q = rest / (uint64_t)duration_units[i].ms;
+		int w;
+
+		if (q == 0)
+			continue;
+		rest -= q * (uint64_t)duration_units[i].ms;
+		w = snprintf(buf + n, size - n, "%llu%s", (unsigned long long)q,
+			     duration_units[i].name);
+		if (w < 0)
+			return;
+		n += (size_t)w;
+	}
+}
+
+void recon_time_format_utc(int64_t utc_ms, char *buf, size_t size)
+{
+	int64_t day = floor_div(utc_ms, RECON_MS_PER_DAY);
+	int64_t msod = utc_ms - day * RECON_MS_PER_DAY;
+	int64_t y;
+	unsigned m, d;
+
+	civil_from_days64(day, &y, &m, &d);
+	snprintf(buf, size, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, m, d,
+		 (int)(msod / RECON_MS_PER_HOUR), (int)(msod / RECON_MS_PER_MIN % 60),
+		 (int)(msod / RECON_MS_PER_SEC % 60), (int)(msod % RECON_MS_PER_SEC));
+}
+
+void recon_time_format_local(const struct recon_tz *tz, int64_t utc_ms, char *buf, size_t size)
+{
+	int64_t local = recon_tz_to_local(tz, utc_ms);
+	int64_t day = floor_div(local, RECON_MS_PER_DAY);
+	int64_t msod = local - day * RECON_MS_PER_DAY;
+	int64_t y;
+	unsigned m, d;
+
+	civil_from_days64(day, &y, &m, &d);
+	snprintf(buf, size, "%04lld-%02u-%02u %02d:%02d:%02d", (long long)y, m, d,
+		 (int)(msod / RECON_MS_PER_HOUR), (int)(msod / RECON_MS_PER_MIN % 60),
+		 (int)(msod / RECON_MS_PER_SEC % 60));
+}
+
+int64_t recon_tz_day_of(const struct recon_tz *tz, int64_t utc_ms)
+{
+	return floor_div(recon_tz_to_local(tz, utc_ms), RECON_MS_PER_DAY);
+}
+
+void recon_tz_day_bounds(const struct recon_tz *tz, int64_t day, int64_t *start, int64_t *end)
+{
+	/* Midnight in a gap maps to the gap's end, the day's first instant. */
+	*start = recon_tz_to_utc(tz, day * RECON_MS_PER_DAY);
+	*end = recon_tz_to_utc(tz, (day + 1) * RECON_MS_PER_DAY);
+}
+
+int recon_time_now(int64_t *now_ms, struct recon_err *err)
+{
+	const char *env = getenv("RECON_NOW");
+	struct recon_err perr;
+	struct timespec ts;
+
+	if (env && *env) {
+		recon_err_init(&perr);
+		/* No suffix means UTC: tz NULL. */
+		if (recon_time_parse(env, strlen(env), NULL, now_ms, &perr) < 0)
+			return recon_err_set(err, RECON_ECONFIG, "RECON_NOW", "%s", perr.msg);
+		return 0;
+	}
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return recon_err_set(err, RECON_EINTERNAL, NULL, "clock_gettime failed: %s",
+				     strerror(errno));
+	*now_ms = (int64_t)ts.tv_sec * RECON_MS_PER_SEC + ts.tv_nsec / 1000000;
+	return 0;
+}
