@@ -67,6 +67,7 @@ struct recon_compare_counts {
 	uint64_t rows_other[2];	 /* rows read for context but owned by a neighbouring window */
 	uint64_t matched;
 	uint64_t in_flight;	 /* local pending younger than stuck_after, or upstream pending */
+	uint64_t keys_rejected;	 /* keys left unclassified because one of their rows was rejected */
 	uint64_t classes[RECON_CLASS__COUNT];
 };
 
@@ -89,6 +90,13 @@ struct recon_arena *recon_compare_arena(struct recon_compare *cmp);
 
 /* Adds a normalized row of `side` (RECON_SIDE_*); its strings must be in the arena. */
 void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row);
+
+/*
+ * Notes a rejected row whose key could still be read (row->key set, other
+ * fields undefined): that key gets no class in this run, since the truth about
+ * it is unknown, and it is not looked up.
+ */
+void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row);
 
 /*
  * Keys that need a lookup on `side` before they can be asserted:

@@ -42,7 +42,8 @@ struct keyent {
 	/* local rows: the first one is kept, more are duplicates */
 	uint32_t n_local;
 	struct recon_row local;
-	int8_t klass; /* -1: not owned */
+	bool rejected[2]; /* a row of this key on that side could not be read */
+	int8_t klass;	  /* -1: not owned, or not classifiable (a row was rejected) */
 };
 
 /* Identity of one statement entry, for duplicates. */
@@ -330,6 +331,13 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 		k->up_currency_conflict = true;
 }
 
+void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row)
+{
+	struct keyent *k = get_key(cmp, row);
+
+	k->rejected[side == RECON_SIDE_LOCAL] = true;
+}
+
 static bool up_owned(const struct recon_compare *cmp, const struct keyent *k)
 {
 	if (cmp->upstream_is_statement && !k->up_looked_up)
@@ -447,7 +455,9 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 	for (size_t i = 0; i < cmp->norder; i++) {
 		const struct keyent *k = cmp->order[i];
 		bool want;
-		if (side == RECON_SIDE_LOCAL)
+		if (k->rejected[0] || k->rejected[1])
+			want = false; /* its class is undecidable anyway: no lookup */
+		else if (side == RECON_SIDE_LOCAL)
 			want = k->n_up && !k->n_local && up_owned(cmp, k);
 		else
 			want = !k->n_up && k->n_local == 1 && local_owned(cmp, k) &&
@@ -491,6 +501,16 @@ void recon_compare_classify(struct recon_compare *cmp)
 	cmp->diffs = NULL;
 	for (size_t i = 0; i < cmp->norder; i++) {
 		struct keyent *k = cmp->order[i];
+		if (k->rejected[0] || k->rejected[1]) {
+			/* a row of this key is unreadable: no class can be asserted */
+			k->klass = -1;
+			cmp->counts.keys_rejected++;
+			cmp->counts.rows_other[0] += k->n_up;
+			cmp->counts.rows_other[1] += k->n_local;
+			continue;
+		}
+		if (!k->n_up && !k->n_local)
+			continue;
 		if (!owned(cmp, k)) {
 			k->klass = -1;
 			cmp->counts.rows_other[0] += k->n_up;

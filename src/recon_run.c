@@ -140,6 +140,8 @@ static int drain(struct reader *rd, const struct recon_side *side, int which,
 			else
 				snprintf(origin, sizeof(origin), "%s", src->name);
 			rd->sum->rows_rejected[which]++;
+			if (row.key)
+				recon_compare_add_rejected(rd->cmp, which, &row);
 			reject_add(rd->rejects, side->role, origin, &e, raw->raw, raw->raw_len);
 			continue;
 		}

@@ -1,0 +1,485 @@
+/*
+ * MySQL / MariaDB reader (MariaDB Connector/C, libmariadb).
+ *
+ * The DSN is a mysql:// (or mariadb://) URI from the side's environment
+ * variable, parsed by recon_dsn; option files still apply (group [client]),
+ * so a DSN without a password can take it from ~/.my.cnf. The session is
+ * pinned to UTC and utf8mb4 and reads inside one
+ * `START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY` at REPEATABLE READ:
+ * the window scan and the later key lookups see one snapshot and nothing can
+ * be written. A user with only SELECT on the table is enough.
+ *
+ * Streaming: mysql_use_result() streams but takes no bound parameters, and
+ * the window bounds must be bound, not pasted into the SQL. So the scan is a
+ * prepared statement executed without a cursor and without
+ * mysql_stmt_store_result(): every mysql_stmt_fetch() then reads the next row
+ * off the socket into fixed per-column buffers (unbuffered, flat memory).
+ *
+ * The window is pushed down as `WHERE `time` >= ? AND `time` < ?`. The time
+ * column's type, from the statement's result metadata, says how to bind the
+ * bounds: TIMESTAMP as UTC (the session zone is +00:00; its values get a 'Z'
+ * appended so they parse as UTC), DATETIME and DATE as wall clock in the
+ * side's zone, text as wall-clock text widened by a day (as in
+ * source_sqlite.c). recon_run.c filters rows exactly on their parsed time.
+ * Every value is fetched as text: DECIMAL exact, integers as digits (small-
+ * integer statuses go through the status map); a FLOAT/DOUBLE amount column
+ * makes every row a reject.
+ *
+ * Errors are RECON_EUNAVAIL with the first line of the client or server
+ * message, and name host/db at most: the DSN and its password never appear.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysql.h>
+
+#include "recon_buf.h"
+#include "recon_dsn.h"
+#include "recon_job.h"
+#include "recon_mem.h"
+#include "recon_source.h"
+#include "recon_time.h"
+
+#define CONNECT_TIMEOUT_S 10
+#define COL_BUF_INITIAL	  64
+
+struct my_col {
+	char *buf;
+	unsigned long cap; /* bytes in buf; the bind offers cap - 2 (room for 'Z' and NUL) */
+	unsigned long len;
+	my_bool is_null;
+	my_bool error;
+	enum enum_field_types type;
+};
+
+struct mysql_source {
+	struct recon_source base;
+	MYSQL *conn;
+	MYSQL_STMT *scan;
+	MYSQL_STMT *lookup;
+	MYSQL_STMT *cur; /* the statement next() fetches from, NULL when done */
+	const struct recon_side *side;
+	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
+	unsigned ncols;
+	struct my_col cols[RECON_COL__COUNT];
+	MYSQL_BIND res[RECON_COL__COUNT];
+	bool time_utc; /* the time column is a TIMESTAMP: values are UTC */
+	MYSQL_TIME lo_t, hi_t;
+	char lo_s[40], hi_s[40];
+	unsigned long lo_len, hi_len;
+	char *secret; /* the DSN's password, scrubbed from messages; wiped at close */
+	char where[160];
+	struct recon_raw_row row;
+};
+
+static bool is_amount(int c)
+{
+	return c == RECON_COL_AMOUNT || c == RECON_COL_AMOUNT_MINOR ||
+	       c == RECON_COL_REFUND_AMOUNT;
+}
+
+static int fail_msg(struct mysql_source *s, struct recon_err *err, const char *what,
+		    const char *msg)
+{
+	char line[200];
+
+	recon_dsn_first_line(msg && *msg ? msg : "connection lost", s->secret, line,
+			     sizeof(line));
+	return recon_err_set(err, RECON_EUNAVAIL, s->where, "%s: %s", what, line);
+}
+
+static int fail_stmt(struct mysql_source *s, struct recon_err *err, MYSQL_STMT *st)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+	return fail_msg(s, err, what, mysql_stmt_error(st));
+}
+
+/* SELECT `c1`, `c2`, ... FROM `table` */
+static void build_select(struct mysql_source *s, struct recon_buf *sql)
+{
+	const struct recon_side *side = s->side;
+	unsigned n = 0;
+
+	recon_buf_adds(sql, "SELECT ");
+	for (int c = 0; c < RECON_COL__COUNT; c++) {
+		s->colidx[c] = -1;
+		if (!side->cols[c])
+			continue;
+		recon_buf_addf(sql, "%s`%s`", n ? ", " : "", side->cols[c]);
+		s->colidx[c] = (int)n++;
+	}
+	s->ncols = n;
+	recon_buf_addf(sql, " FROM `%s`", side->table);
+}
+
+static void to_mysql_time(int64_t wall_ms, MYSQL_TIME *t)
+{
+	int64_t days = wall_ms / RECON_MS_PER_DAY, ms = wall_ms % RECON_MS_PER_DAY;
+	int y;
+	unsigned m, d;
+
+	if (ms < 0) {
+		ms += RECON_MS_PER_DAY;
+		days--;
+	}
+	recon_civil_from_days(days, &y, &m, &d);
+	memset(t, 0, sizeof(*t));
+	t->year = (unsigned)y;
+	t->month = m;
+	t->day = d;
+	t->hour = (unsigned)(ms / RECON_MS_PER_HOUR);
+	t->minute = (unsigned)(ms / RECON_MS_PER_MIN % 60);
+	t->second = (unsigned)(ms / RECON_MS_PER_SEC % 60);
+	t->second_part = (unsigned long)(ms % 1000) * 1000;
+	t->time_type = MYSQL_TIMESTAMP_DATETIME;
+}
+
+/* Wall clocks repeat or skip around a DST change: widen there (see source_postgres.c). */
+static int64_t dst_slack(const struct recon_tz *tz, int64_t t)
+{
+	return recon_tz_offset(tz, t - RECON_MS_PER_DAY) ==
+			   recon_tz_offset(tz, t + RECON_MS_PER_DAY)
+		       ? 0
+		       : 3 * RECON_MS_PER_HOUR;
+}
+
+/* Fills params[0..2) with the window bounds for the time column's type. */
+static int bounds(struct mysql_source *s, enum enum_field_types type,
+		  const struct recon_window *win, MYSQL_BIND *params, struct recon_err *err)
+{
+	const struct recon_tz *tz = s->side->tz;
+
+	memset(params, 0, 2 * sizeof(*params));
+	switch (type) {
+	case MYSQL_TYPE_TIMESTAMP:
+		s->time_utc = true;
+		to_mysql_time(win->read_start, &s->lo_t);
+		to_mysql_time(win->read_end, &s->hi_t);
+		break;
+	case MYSQL_TYPE_DATETIME:
+	case MYSQL_TYPE_DATE:
+	case MYSQL_TYPE_NEWDATE:
+		to_mysql_time(recon_tz_to_local(tz, win->read_start - dst_slack(tz, win->read_start)),
+			      &s->lo_t);
+		to_mysql_time(recon_tz_to_local(tz, win->read_end + dst_slack(tz, win->read_end)),
+			      &s->hi_t);
+		break;
+	case MYSQL_TYPE_VARCHAR:
+	case MYSQL_TYPE_VAR_STRING:
+	case MYSQL_TYPE_STRING:
+	case MYSQL_TYPE_BLOB:
+	case MYSQL_TYPE_TINY_BLOB:
+	case MYSQL_TYPE_MEDIUM_BLOB:
+	case MYSQL_TYPE_LONG_BLOB:
+		/* a 'T' separator or an offset suffix must not hide a row: widen a day */
+		recon_time_format_local(tz, win->read_start - RECON_MS_PER_DAY, s->lo_s,
+					sizeof(s->lo_s));
+		recon_time_format_local(tz, win->read_end + RECON_MS_PER_DAY, s->hi_s,
+					sizeof(s->hi_s));
+		s->lo_len = (unsigned long)strlen(s->lo_s);
+		s->hi_len = (unsigned long)strlen(s->hi_s);
+		params[0].buffer_type = params[1].buffer_type = MYSQL_TYPE_STRING;
+		params[0].buffer = s->lo_s;
+		params[0].buffer_length = s->lo_len;
+		params[0].length = &s->lo_len;
+		params[1].buffer = s->hi_s;
+		params[1].buffer_length = s->hi_len;
+		params[1].length = &s->hi_len;
+		return 0;
+	default:
+		return recon_err_set(err, RECON_ECONFIG, s->where,
+				     "time column '%s' of table '%s' has an unsupported type (%d): "
+				     "use TIMESTAMP, DATETIME, DATE or text",
+				     s->side->cols[RECON_COL_TIME], s->side->table, (int)type);
+	}
+	params[0].buffer_type = params[1].buffer_type = MYSQL_TYPE_DATETIME;
+	params[0].buffer = &s->lo_t;
+	params[0].buffer_length = sizeof(s->lo_t);
+	params[1].buffer = &s->hi_t;
+	params[1].buffer_length = sizeof(s->hi_t);
+	return 0;
+}
+
+/* Points the result binds at the column buffers and binds them to both statements. */
+static int bind_results(struct mysql_source *s, struct recon_err *err)
+{
+	for (unsigned i = 0; i < s->ncols; i++) {
+		struct my_col *c = &s->cols[i];
+		memset(&s->res[i], 0, sizeof(s->res[i]));
+		s->res[i].buffer_type = MYSQL_TYPE_STRING;
+		s->res[i].buffer = c->buf;
+		s->res[i].buffer_length = c->cap - 2;
+		s->res[i].length = &c->len;
+		s->res[i].is_null = &c->is_null;
+		s->res[i].error = &c->error;
+	}
+	if (s->scan && mysql_stmt_bind_result(s->scan, s->res))
+		return fail_stmt(s, err, s->scan);
+	if (s->lookup && mysql_stmt_bind_result(s->lookup, s->res))
+		return fail_stmt(s, err, s->lookup);
+	return 0;
+}
+
+static int prepare(struct mysql_source *s, MYSQL_STMT **out, const char *sql,
+		   struct recon_err *err)
+{
+	MYSQL_STMT *st = mysql_stmt_init(s->conn);
+
+	if (!st)
+		return fail_msg(s, err, "cannot prepare a statement", mysql_error(s->conn));
+	*out = st;
+	if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)))
+		return fail_stmt(s, err, st);
+	if (mysql_stmt_field_count(st) != s->ncols)
+		return recon_err_set(err, RECON_EINTERNAL, s->where, "unexpected column count");
+	return 0;
+}
+
+static int my_open(struct recon_source **out, const struct recon_side *side,
+		   const struct recon_window *win, struct recon_err *err)
+{
+	static const char *const setup[] = {
+	    "SET SESSION time_zone = '+00:00'",
+	    "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+	    "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+	};
+	struct mysql_source *s = recon_xcalloc(1, sizeof(*s));
+	struct recon_dsn_mysql d;
+	struct recon_buf sql;
+	MYSQL_RES *meta = NULL;
+	MYSQL_FIELD *fields;
+	MYSQL_BIND params[2];
+	unsigned timeout = CONNECT_TIMEOUT_S, no_infile = 0;
+	const char *dsn;
+	int rc = 0;
+
+	recon_dsn_mysql_init(&d);
+	recon_buf_init(&sql);
+	s->base.ops = &recon_source_mysql;
+	s->base.name = side->table;
+	s->side = side;
+	snprintf(s->where, sizeof(s->where), "mysql '%s'", side->dsn_env ? side->dsn_env : "");
+	if ((rc = recon_dsn_get(side, &dsn, err)) < 0 ||
+	    (rc = recon_dsn_mysql_parse(dsn, side->dsn_env, &d, err)) < 0)
+		goto out;
+	if (!side->cols[RECON_COL_TIME]) {
+		rc = recon_err_set(err, RECON_ECONFIG, NULL, "%s: a mysql source needs a time column",
+				   side->role);
+		goto out;
+	}
+	if (d.password && *d.password)
+		s->secret = recon_xstrdup(d.password);
+	if (d.connect_timeout)
+		timeout = d.connect_timeout;
+	snprintf(s->where, sizeof(s->where), "mysql %s/%s",
+		 d.host ? d.host : (d.socket ? d.socket : "localhost"), d.db ? d.db : "?");
+
+	if (!(s->conn = mysql_init(NULL))) {
+		rc = recon_err_set(err, RECON_EUNAVAIL, s->where, "cannot connect: out of memory");
+		goto out;
+	}
+	/* option files ([client]) still apply for what the DSN leaves out */
+	mysql_options(s->conn, MYSQL_READ_DEFAULT_GROUP, "client");
+	mysql_options(s->conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	mysql_options(s->conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	mysql_options(s->conn, MYSQL_OPT_LOCAL_INFILE, &no_infile);
+	mysql_optionsv(s->conn, MYSQL_OPT_CONNECT_ATTR_ADD, "program_name", "recon");
+	if (!mysql_real_connect(s->conn, d.host, d.user, d.password, d.db, d.port, d.socket, 0)) {
+		rc = fail_msg(s, err, "cannot connect", mysql_error(s->conn));
+		goto out;
+	}
+	/* an option file may name another charset: the reader needs utf8mb4 */
+	if (mysql_set_character_set(s->conn, "utf8mb4")) {
+		rc = fail_msg(s, err, "cannot set the character set", mysql_error(s->conn));
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
+		if (mysql_query(s->conn, setup[i])) {
+			rc = fail_msg(s, err, "cannot start a read-only transaction",
+				      mysql_error(s->conn));
+			goto out;
+		}
+
+	build_select(s, &sql);
+	recon_buf_addf(&sql, " WHERE `%s` >= ? AND `%s` < ?", side->cols[RECON_COL_TIME],
+		       side->cols[RECON_COL_TIME]);
+	if ((rc = prepare(s, &s->scan, sql.s, err)) < 0)
+		goto out;
+	if (!(meta = mysql_stmt_result_metadata(s->scan))) {
+		rc = fail_stmt(s, err, s->scan);
+		goto out;
+	}
+	fields = mysql_fetch_fields(meta);
+	for (unsigned i = 0; i < s->ncols; i++) {
+		s->cols[i].cap = COL_BUF_INITIAL;
+		s->cols[i].buf = recon_xmalloc(COL_BUF_INITIAL);
+		s->cols[i].type = fields[i].type;
+	}
+	if ((rc = bounds(s, s->cols[s->colidx[RECON_COL_TIME]].type, win, params, err)) < 0)
+		goto out;
+
+	/* lookups by key, without a time bound, in the same snapshot */
+	recon_buf_reset(&sql);
+	build_select(s, &sql);
+	for (unsigned i = 0; i < side->nkey; i++)
+		recon_buf_addf(&sql, "%s`%s` = ?", i ? " AND " : " WHERE ",
+			       side->cols[RECON_COL_KEY0 + i]);
+	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0 || (rc = bind_results(s, err)) < 0)
+		goto out;
+
+	if (mysql_stmt_bind_param(s->scan, params) || mysql_stmt_execute(s->scan)) {
+		rc = fail_stmt(s, err, s->scan);
+		goto out;
+	}
+	s->cur = s->scan;
+	*out = &s->base;
+	s = NULL;
+out:
+	if (meta)
+		mysql_free_result(meta);
+	recon_dsn_mysql_release(&d);
+	recon_buf_release(&sql);
+	if (s)
+		recon_source_mysql.close(&s->base);
+	return rc;
+}
+
+/* Refetches the columns that did not fit, into grown buffers. */
+static int refetch_truncated(struct mysql_source *s, struct recon_err *err)
+{
+	for (unsigned i = 0; i < s->ncols; i++) {
+		struct my_col *c = &s->cols[i];
+		if (c->is_null || c->len <= c->cap - 2)
+			continue;
+		c->cap = (unsigned long)recon_st_add(c->len, 2);
+		free(c->buf);
+		c->buf = recon_xmalloc(c->cap);
+		memset(&s->res[i], 0, sizeof(s->res[i]));
+		s->res[i].buffer_type = MYSQL_TYPE_STRING;
+		s->res[i].buffer = c->buf;
+		s->res[i].buffer_length = c->cap - 2;
+		s->res[i].length = &c->len;
+		s->res[i].is_null = &c->is_null;
+		s->res[i].error = &c->error;
+		if (mysql_stmt_fetch_column(s->cur, &s->res[i], i, 0))
+			return fail_stmt(s, err, s->cur);
+	}
+	/* later rows land in the grown buffers */
+	return bind_results(s, err);
+}
+
+static int my_next(struct recon_source *src, const struct recon_raw_row **row,
+		   struct recon_err *err)
+{
+	struct mysql_source *s = (struct mysql_source *)src;
+	int rc;
+
+	if (!s->cur)
+		return RECON_DONE;
+	rc = mysql_stmt_fetch(s->cur);
+	if (rc == MYSQL_NO_DATA) {
+		s->cur = NULL;
+		return RECON_DONE;
+	}
+	if (rc == MYSQL_DATA_TRUNCATED) {
+		if ((rc = refetch_truncated(s, err)) < 0) {
+			s->cur = NULL;
+			return rc;
+		}
+	} else if (rc != 0) {
+		rc = fail_stmt(s, err, s->cur);
+		s->cur = NULL;
+		return rc;
+	}
+	memset(&s->row, 0, sizeof(s->row));
+	for (int c = 0; c < RECON_COL__COUNT; c++) {
+		int i = s->colidx[c];
+		struct my_col *col;
+
+		if (i < 0 || s->cols[i].is_null)
+			continue;
+		col = &s->cols[i];
+		if (c == RECON_COL_TIME && s->time_utc && col->len) {
+			/* TIMESTAMP values are printed in the session zone, UTC */
+			col->buf[col->len] = 'Z';
+			col->buf[col->len + 1] = '\0';
+			s->row.len[c] = col->len + 1;
+		} else {
+			s->row.len[c] = col->len;
+		}
+		if (is_amount(c) && (col->type == MYSQL_TYPE_FLOAT || col->type == MYSQL_TYPE_DOUBLE))
+			s->row.reject = "amount stored as a floating-point value (exactness lost)";
+		s->row.val[c] = col->buf;
+	}
+	*row = &s->row;
+	return RECON_ROW;
+}
+
+static int my_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
+		     struct recon_err *err)
+{
+	struct mysql_source *s = (struct mysql_source *)src;
+	MYSQL_BIND params[RECON_KEY_PARTS_MAX];
+	unsigned long plen[RECON_KEY_PARTS_MAX];
+	unsigned n = s->side->nkey;
+
+	/* one result at a time per connection: drop what is left of the last one */
+	if (s->cur && mysql_stmt_free_result(s->cur)) {
+		int rc = fail_stmt(s, err, s->cur);
+		s->cur = NULL;
+		return rc;
+	}
+	s->cur = NULL;
+	memset(params, 0, sizeof(params));
+	for (unsigned i = 0; i < n; i++) {
+		plen[i] = (unsigned long)lens[i];
+		params[i].buffer_type = MYSQL_TYPE_STRING;
+		params[i].buffer = (void *)(uintptr_t)parts[i]; /* only read */
+		params[i].buffer_length = plen[i];
+		params[i].length = &plen[i];
+	}
+	if (mysql_stmt_bind_param(s->lookup, params) || mysql_stmt_execute(s->lookup))
+		return fail_stmt(s, err, s->lookup);
+	s->cur = s->lookup;
+	return 0;
+}
+
+static void my_close(struct recon_source *src)
+{
+	struct mysql_source *s = (struct mysql_source *)src;
+
+	if (!s)
+		return;
+	/*
+	 * The connection goes first: mysql_close() detaches the statements, so
+	 * closing them does not read the rest of an unfinished result off the
+	 * socket (an aborted read of millions of rows ends at once).
+	 */
+	if (s->conn)
+		mysql_close(s->conn);
+	if (s->scan)
+		mysql_stmt_close(s->scan);
+	if (s->lookup)
+		mysql_stmt_close(s->lookup);
+	for (unsigned i = 0; i < RECON_COL__COUNT; i++)
+		free(s->cols[i].buf);
+	if (s->secret) {
+		volatile char *p = s->secret;
+		while (*p)
+			*p++ = 0;
+		free(s->secret);
+	}
+	free(s);
+}
+
+const struct recon_source_ops recon_source_mysql = {
+    .kind = "mysql",
+    .open = my_open,
+    .next = my_next,
+    .lookup = my_lookup,
+    .close = my_close,
+};

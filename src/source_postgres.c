@@ -1,0 +1,457 @@
+/*
+ * PostgreSQL reader (libpq).
+ *
+ * The DSN comes from the side's environment variable and goes to libpq whole
+ * (URI or keyword form; .pgpass, PGSERVICE and PG* variables keep working).
+ * The session is pinned to what the reader expects (time zone UTC, ISO dates,
+ * UTF-8) and reads inside one `REPEATABLE READ READ ONLY` transaction, so the
+ * window scan and the later key lookups see one snapshot and nothing can be
+ * written. A user with only SELECT on the table is enough.
+ *
+ * Streaming: one prepared statement per query, run with PQsendQueryPrepared()
+ * in single-row mode, so libpq holds one row at a time whatever the size of
+ * the window. (COPY (SELECT ...) TO STDOUT would be cheaper per row, but COPY
+ * takes no bound parameters and the window bounds must be bound, not pasted.)
+ *
+ * The window is pushed down as `WHERE "time" >= $1 AND "time" < $2`; the
+ * parameter types PostgreSQL infers from the time column (PQdescribePrepared)
+ * say how to write the bounds: UTC instants for timestamptz, wall-clock text
+ * in the side's zone for timestamp, date and text (text widened by a day, as
+ * in source_sqlite.c). Rows are then filtered exactly on their parsed time by
+ * recon_run.c. Values arrive as text: numeric stays exact, timestamptz
+ * carries its "+00" suffix, small-integer statuses are their digits; a
+ * floating-point amount column makes every row a reject.
+ *
+ * Errors are RECON_EUNAVAIL with the first line of the server's message, and
+ * name host/db at most: the DSN and its password never appear.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "recon_buf.h"
+#include "recon_dsn.h"
+#include "recon_job.h"
+#include "recon_mem.h"
+#include "recon_source.h"
+#include "recon_time.h"
+
+/* Built-in type OIDs (pg_type.dat; stable across releases). */
+#define PG_INT2OID	  21
+#define PG_INT4OID	  23
+#define PG_INT8OID	  20
+#define PG_TEXTOID	  25
+#define PG_NAMEOID	  19
+#define PG_BPCHAROID	  1042
+#define PG_VARCHAROID	  1043
+#define PG_DATEOID	  1082
+#define PG_TIMESTAMPOID	  1114
+#define PG_TIMESTAMPTZOID 1184
+#define PG_FLOAT4OID	  700
+#define PG_FLOAT8OID	  701
+#define PG_MONEYOID	  790
+
+struct pg_source {
+	struct recon_source base;
+	PGconn *conn;
+	const struct recon_side *side;
+	PGresult *res; /* the row handed out last; cleared by the next call */
+	bool busy;     /* a query is in flight: PQgetResult() until NULL */
+	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
+	Oid coltype[RECON_COL__COUNT];
+	Oid keytype[RECON_KEY_PARTS_MAX];
+	char *secret; /* the DSN's password, scrubbed from messages; wiped at close */
+	char where[160];
+	struct recon_buf scratch;
+	struct recon_raw_row row;
+};
+
+static bool is_amount(int c)
+{
+	return c == RECON_COL_AMOUNT || c == RECON_COL_AMOUNT_MINOR ||
+	       c == RECON_COL_REFUND_AMOUNT;
+}
+
+/* Records RECON_EUNAVAIL: "<what>: <first line of msg>", password scrubbed. */
+static int fail(struct pg_source *s, struct recon_err *err, const char *what, const char *msg)
+{
+	char line[200];
+
+	recon_dsn_first_line(msg && *msg ? msg : "connection lost", s->secret, line,
+			     sizeof(line));
+	return recon_err_set(err, RECON_EUNAVAIL, s->where, "%s: %s", what, line);
+}
+
+static int fail_res(struct pg_source *s, struct recon_err *err, const char *what,
+		    const PGresult *res)
+{
+	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+	if (!m && res)
+		m = PQresultErrorMessage(res);
+	if (!m || !*m)
+		m = PQerrorMessage(s->conn);
+	return fail(s, err, what, m);
+}
+
+/* SELECT "c1", "c2", ... FROM "table" */
+static void build_select(struct pg_source *s, struct recon_buf *sql)
+{
+	const struct recon_side *side = s->side;
+	int n = 0;
+
+	recon_buf_adds(sql, "SELECT ");
+	for (int c = 0; c < RECON_COL__COUNT; c++) {
+		s->colidx[c] = -1;
+		if (!side->cols[c])
+			continue;
+		recon_buf_addf(sql, "%s\"%s\"", n ? ", " : "", side->cols[c]);
+		s->colidx[c] = n++;
+	}
+	recon_buf_addf(sql, " FROM \"%s\"", side->table);
+}
+
+/* Prepares `name`; the statement's description in *desc (caller PQclear()s). */
+static int prepare(struct pg_source *s, const char *name, const char *sql, int nparams,
+		   PGresult **desc, struct recon_err *err)
+{
+	char what[128];
+	PGresult *res = PQprepare(s->conn, name, sql, nparams, NULL);
+	int rc = 0;
+
+	snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = fail_res(s, err, what, res);
+		goto out;
+	}
+	PQclear(res);
+	res = PQdescribePrepared(s->conn, name);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = fail_res(s, err, what, res);
+		goto out;
+	}
+	*desc = res;
+	res = NULL;
+out:
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Widening (ms) of a wall-clock bound at instant t: none in a fixed offset,
+ * an hour or two around a DST change (wall clocks repeat or skip there).
+ */
+static int64_t dst_slack(const struct recon_tz *tz, int64_t t)
+{
+	return recon_tz_offset(tz, t - RECON_MS_PER_DAY) ==
+			   recon_tz_offset(tz, t + RECON_MS_PER_DAY)
+		       ? 0
+		       : 3 * RECON_MS_PER_HOUR;
+}
+
+/* Writes the window bounds for a time column whose parameter type is `type`. */
+static int bounds(struct pg_source *s, Oid type, const struct recon_window *win, char *lo,
+		  char *hi, size_t size, struct recon_err *err)
+{
+	const struct recon_tz *tz = s->side->tz;
+
+	switch (type) {
+	case PG_TIMESTAMPTZOID:
+		recon_time_format_utc(win->read_start, lo, size);
+		recon_time_format_utc(win->read_end, hi, size);
+		return 0;
+	case PG_TIMESTAMPOID:
+	case PG_DATEOID:
+		recon_time_format_local(tz, win->read_start - dst_slack(tz, win->read_start), lo,
+					size);
+		recon_time_format_local(tz, win->read_end + dst_slack(tz, win->read_end), hi,
+					size);
+		return 0;
+	case PG_TEXTOID:
+	case PG_VARCHAROID:
+	case PG_BPCHAROID:
+	case PG_NAMEOID:
+		/* a 'T' separator or an offset suffix must not hide a row: widen a day */
+		recon_time_format_local(tz, win->read_start - RECON_MS_PER_DAY, lo, size);
+		recon_time_format_local(tz, win->read_end + RECON_MS_PER_DAY, hi, size);
+		return 0;
+	default:
+		return recon_err_set(err, RECON_ECONFIG, s->where,
+				     "time column '%s' of table '%s' has an unsupported type (oid "
+				     "%u): use timestamptz, timestamp, date or text",
+				     s->side->cols[RECON_COL_TIME], s->side->table, (unsigned)type);
+	}
+}
+
+/* Starts a prepared query in single-row mode. */
+static int start_query(struct pg_source *s, const char *name, int n, const char *const *vals,
+		struct recon_err *err)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+	if (!PQsendQueryPrepared(s->conn, name, n, vals, NULL, NULL, 0))
+		return fail(s, err, what, PQerrorMessage(s->conn));
+	s->busy = true;
+	if (!PQsetSingleRowMode(s->conn))
+		return fail(s, err, what, "cannot switch to single-row mode");
+	return 0;
+}
+
+/* Reads and discards what is left of the running query. */
+static int finish(struct pg_source *s, struct recon_err *err)
+{
+	PGresult *res;
+	int rc = 0;
+
+	while (s->busy && (res = PQgetResult(s->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(res);
+		if (!rc && st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
+			char what[128];
+			snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+			rc = fail_res(s, err, what, res);
+		}
+		PQclear(res);
+	}
+	s->busy = false;
+	return rc;
+}
+
+static int pg_open(struct recon_source **out, const struct recon_side *side,
+		   const struct recon_window *win, struct recon_err *err)
+{
+	static const char *const kw[] = {"connect_timeout", "fallback_application_name",
+					 "dbname", NULL};
+	struct pg_source *s = recon_xcalloc(1, sizeof(*s));
+	const char *vals[4] = {"10", "recon", NULL, NULL};
+	PQconninfoOption *opts = NULL;
+	PGresult *res = NULL, *desc = NULL;
+	struct recon_buf sql;
+	const char *dsn, *bind[2];
+	char *perr = NULL, lo[40], hi[40];
+	int rc = 0;
+
+	recon_buf_init(&sql);
+	recon_buf_init(&s->scratch);
+	s->base.ops = &recon_source_postgres;
+	s->base.name = side->table;
+	s->side = side;
+	snprintf(s->where, sizeof(s->where), "postgres '%s'", side->dsn_env ? side->dsn_env : "");
+	if ((rc = recon_dsn_get(side, &dsn, err)) < 0)
+		goto out;
+	if (!side->cols[RECON_COL_TIME]) {
+		rc = recon_err_set(err, RECON_ECONFIG, NULL, "%s: a postgres source needs a time "
+							     "column", side->role);
+		goto out;
+	}
+	/* libpq's parse errors may quote the string (and so a password): not shown */
+	opts = PQconninfoParse(dsn, &perr);
+	if (!opts) {
+		rc = recon_err_set(err, RECON_ECONFIG, NULL,
+				   "the connection string in '%s' (%s.dsn_env) is not valid for "
+				   "libpq",
+				   side->dsn_env, side->role);
+		goto out;
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (!strcmp(o->keyword, "password") && o->val && *o->val)
+			s->secret = recon_xstrdup(o->val);
+
+	/* connect_timeout first: a value in the DSN, processed later, overrides it */
+	vals[2] = dsn;
+	s->conn = PQconnectdbParams(kw, vals, 1);
+	if (!s->conn) {
+		rc = recon_err_set(err, RECON_EUNAVAIL, s->where, "cannot connect: out of memory");
+		goto out;
+	}
+	snprintf(s->where, sizeof(s->where), "postgres %s/%s",
+		 PQhost(s->conn) && *PQhost(s->conn) ? PQhost(s->conn) : "localhost",
+		 PQdb(s->conn) ? PQdb(s->conn) : "?");
+	if (PQstatus(s->conn) != CONNECTION_OK) {
+		rc = fail(s, err, "cannot connect", PQerrorMessage(s->conn));
+		goto out;
+	}
+	if (PQsetClientEncoding(s->conn, "UTF8") != 0) {
+		rc = fail(s, err, "cannot set the client encoding", PQerrorMessage(s->conn));
+		goto out;
+	}
+	/* session settings the value parsing relies on, then one read-only snapshot */
+	res = PQexec(s->conn, "SET TIME ZONE 'UTC'; SET DateStyle = 'ISO, YMD'; "
+			      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = fail_res(s, err, "cannot start a read-only transaction", res);
+		goto out;
+	}
+
+	build_select(s, &sql);
+	recon_buf_addf(&sql, " WHERE \"%s\" >= $1 AND \"%s\" < $2", side->cols[RECON_COL_TIME],
+		       side->cols[RECON_COL_TIME]);
+	if ((rc = prepare(s, "recon_scan", sql.s, 2, &desc, err)) < 0)
+		goto out;
+	for (int c = 0; c < RECON_COL__COUNT; c++)
+		if (s->colidx[c] >= 0)
+			s->coltype[c] = PQftype(desc, s->colidx[c]);
+	if ((rc = bounds(s, PQparamtype(desc, 0), win, lo, hi, sizeof(lo), err)) < 0)
+		goto out;
+	PQclear(desc);
+	desc = NULL;
+
+	/* lookups by key, without a time bound, in the same snapshot */
+	recon_buf_reset(&sql);
+	build_select(s, &sql);
+	for (unsigned i = 0; i < side->nkey; i++)
+		recon_buf_addf(&sql, "%s\"%s\" = $%u", i ? " AND " : " WHERE ",
+			       side->cols[RECON_COL_KEY0 + i], i + 1);
+	if ((rc = prepare(s, "recon_lookup", sql.s, (int)side->nkey, &desc, err)) < 0)
+		goto out;
+	for (unsigned i = 0; i < side->nkey && i < RECON_KEY_PARTS_MAX; i++)
+		s->keytype[i] = PQparamtype(desc, (int)i);
+
+	bind[0] = lo;
+	bind[1] = hi;
+	if ((rc = start_query(s, "recon_scan", 2, bind, err)) < 0)
+		goto out;
+	*out = &s->base;
+	s = NULL;
+out:
+	PQclear(res);
+	PQclear(desc);
+	PQconninfoFree(opts);
+	PQfreemem(perr);
+	recon_buf_release(&sql);
+	if (s)
+		recon_source_postgres.close(&s->base);
+	return rc;
+}
+
+static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
+		   struct recon_err *err)
+{
+	struct pg_source *s = (struct pg_source *)src;
+	PGresult *res;
+	char what[128];
+
+	PQclear(s->res);
+	s->res = NULL;
+	if (!s->busy)
+		return RECON_DONE;
+	res = PQgetResult(s->conn);
+	if (!res) {
+		s->busy = false;
+		return RECON_DONE;
+	}
+	switch (PQresultStatus(res)) {
+	case PGRES_SINGLE_TUPLE:
+		break;
+	case PGRES_TUPLES_OK: /* the end of a single-row-mode result */
+		PQclear(res);
+		return finish(s, err) < 0 ? err->code : RECON_DONE;
+	default:
+		snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+		fail_res(s, err, what, res);
+		PQclear(res);
+		/* the connection is unusable; close() drops it without draining */
+		s->busy = false;
+		return RECON_EUNAVAIL;
+	}
+	s->res = res;
+	memset(&s->row, 0, sizeof(s->row));
+	for (int c = 0; c < RECON_COL__COUNT; c++) {
+		int i = s->colidx[c];
+		size_t len;
+		const char *v;
+
+		if (i < 0 || PQgetisnull(res, 0, i))
+			continue;
+		v = PQgetvalue(res, 0, i);
+		len = (size_t)PQgetlength(res, 0, i);
+		if (s->coltype[c] == PG_BPCHAROID) /* char(n) pads with blanks that mean nothing */
+			while (len && v[len - 1] == ' ')
+				len--;
+		if (is_amount(c) && (s->coltype[c] == PG_FLOAT4OID || s->coltype[c] == PG_FLOAT8OID))
+			s->row.reject = "amount stored as a floating-point value (exactness lost)";
+		else if (is_amount(c) && s->coltype[c] == PG_MONEYOID)
+			s->row.reject = "amount stored as the money type (locale-formatted)";
+		s->row.val[c] = v;
+		s->row.len[c] = len;
+	}
+	*row = &s->row;
+	return RECON_ROW;
+}
+
+/* True when s[0..n) is a decimal integer an integer column can take. */
+static bool int_text(const char *p, size_t n)
+{
+	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
+
+	if (i == n || n - i > 19)
+		return false;
+	for (; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}
+
+static int pg_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
+		     struct recon_err *err)
+{
+	struct pg_source *s = (struct pg_source *)src;
+	const char *vals[RECON_KEY_PARTS_MAX];
+	size_t off[RECON_KEY_PARTS_MAX];
+	unsigned n = s->side->nkey;
+	int rc;
+
+	PQclear(s->res);
+	s->res = NULL;
+	if ((rc = finish(s, err)) < 0)
+		return rc;
+	recon_buf_reset(&s->scratch);
+	for (unsigned i = 0; i < n; i++) {
+		Oid t = s->keytype[i];
+		/*
+		 * A key no row can hold yields no rows instead of an error that
+		 * would abort the transaction: a NUL byte, or a non-number for
+		 * an integer key column.
+		 */
+		if (memchr(parts[i], '\0', lens[i]) ||
+		    ((t == PG_INT2OID || t == PG_INT4OID || t == PG_INT8OID) &&
+		     !int_text(parts[i], lens[i])))
+			return 0;
+		off[i] = s->scratch.len;
+		recon_buf_add(&s->scratch, parts[i], lens[i]);
+		recon_buf_addc(&s->scratch, '\0');
+	}
+	for (unsigned i = 0; i < n; i++)
+		vals[i] = s->scratch.s + off[i];
+	return start_query(s, "recon_lookup", (int)n, vals, err);
+}
+
+static void pg_close(struct recon_source *src)
+{
+	struct pg_source *s = (struct pg_source *)src;
+
+	if (!s)
+		return;
+	PQclear(s->res);
+	/* ends the session; the read-only transaction rolls back with it */
+	PQfinish(s->conn);
+	if (s->secret) {
+		volatile char *p = s->secret;
+		while (*p)
+			*p++ = 0;
+		free(s->secret);
+	}
+	recon_buf_release(&s->scratch);
+	free(s);
+}
+
+const struct recon_source_ops recon_source_postgres = {
+    .kind = "postgres",
+    .open = pg_open,
+    .next = pg_next,
+    .lookup = pg_lookup,
+    .close = pg_close,
+};
