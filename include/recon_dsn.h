@@ -32,9 +32,9 @@ RECON_MUSTCHECK int recon_dsn_get(const struct recon_side *side, const char **ds
 struct recon_dsn_mysql {
 	char *user;
 	char *password;
-	char *host;   /* "[::1]" brackets removed */
+	char *host; /* "[::1]" brackets removed */
 	char *db;
-	char *socket; /* ?socket= */
+	char *socket;		  /* ?socket= */
 	unsigned port;		  /* 0: default */
 	unsigned connect_timeout; /* seconds; 0: the caller's default */
 };

@@ -30,7 +30,7 @@ struct keyent {
 	uint32_t n_payment; /* payment entries (plain success/refunded rows count too) */
 	int64_t paid;
 	int64_t refunded;
-	int64_t other;	    /* amount of plain closed/pending rows (orders never paid) */
+	int64_t other;	    /* plain closed/pending rows and lone revocations: no payment entry */
 	int64_t up_first;   /* first entry time */
 	uint64_t up_line;
 	char up_currency[4];
@@ -321,6 +321,9 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 			ok = add_saturating(&k->refunded, row->amount);
 			break;
 		case RECON_ENTRY_REVOKE:
+			/* a revocation alone (its payment in an earlier statement) carries the
+			   order amount: compare it when no payment entry is present */
+			ok = add_saturating(&k->other, row->amount);
 			k->up_revoked = true;
 			break;
 		default:
@@ -411,8 +414,11 @@ static enum recon_class classify_key(struct recon_compare *cmp, const struct key
 	lst = local ? k->local.status : -1;
 	if (up && !local) {
 		ust = up_status(k);
-		return ust == RECON_ST_SUCCESS || ust == RECON_ST_REFUNDED ? RECON_CLASS_MISSING
-									   : RECON_CLASS_MATCHED;
+		if (ust == RECON_ST_SUCCESS || ust == RECON_ST_REFUNDED)
+			return RECON_CLASS_MISSING;
+		if (ust == RECON_ST_PENDING)
+			cmp->counts.in_flight++;
+		return RECON_CLASS_MATCHED;
 	}
 	if (!up) {
 		return lst == RECON_ST_SUCCESS || lst == RECON_ST_REFUNDED ? RECON_CLASS_EXTRA

@@ -22,15 +22,22 @@ void recon_dsn_mysql_init(struct recon_dsn_mysql *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* Zeroes n bytes and frees: passwords do not linger in freed memory. */
+static void wipe_n(char *s, size_t n)
+{
+	volatile char *p = s; /* volatile keeps the stores */
+
+	if (!s)
+		return;
+	while (n--)
+		*p++ = 0;
+	free(s);
+}
+
 static void wipe(char *s)
 {
-	if (s) {
-		/* passwords do not linger in freed memory; volatile keeps the stores */
-		volatile char *p = s;
-		while (*p)
-			*p++ = 0;
-	}
-	free(s);
+	if (s)
+		wipe_n(s, strlen(s));
 }
 
 void recon_dsn_mysql_release(struct recon_dsn_mysql *d)
@@ -79,7 +86,7 @@ static char *decode(const char *s, size_t n)
 	*o = '\0';
 	return out;
 bad:
-	wipe(out);
+	wipe_n(out, n + 1);
 	return NULL;
 }
 

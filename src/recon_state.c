@@ -484,6 +484,45 @@ int recon_state_watermark_get(struct recon_state *st, const char *job, const cha
 	return rc;
 }
 
+/*
+ * Windows reconciled ahead of a gap (a day run by --date before the days
+ * before it) count once the gap is filled: the watermark moves over every
+ * successful, non-dry window that starts where it stands.
+ */
+static int extend_watermark(struct recon_state *st, const char *job, const char *mode,
+			    struct recon_err *err)
+{
+	static const char sql[] =
+	    "UPDATE watermarks SET reconciled_until_ms = (SELECT max(r.window_end_ms) FROM runs r "
+	    "WHERE r.job = ?1 AND r.mode = ?2 AND r.outcome = 'success' AND r.dry_run = 0 AND "
+	    "r.window_start_ms <= reconciled_until_ms), "
+	    "run_id = (SELECT r.id FROM runs r WHERE r.job = ?1 AND r.mode = ?2 AND "
+	    "r.outcome = 'success' AND r.dry_run = 0 AND r.window_start_ms <= reconciled_until_ms "
+	    "ORDER BY r.window_end_ms DESC, r.id DESC LIMIT 1) "
+	    "WHERE job = ?1 AND mode = ?2 AND EXISTS (SELECT 1 FROM runs r WHERE r.job = ?1 AND "
+	    "r.mode = ?2 AND r.outcome = 'success' AND r.dry_run = 0 AND "
+	    "r.window_start_ms <= reconciled_until_ms AND r.window_end_ms > reconciled_until_ms)";
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_err(st, err, "cannot extend the watermark");
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+	/* each pass moves over one more contiguous window; stops when none starts there */
+	for (;;) {
+		sqlite3_reset(q);
+		if (sqlite3_step(q) != SQLITE_DONE) {
+			rc = db_err(st, err, "cannot extend the watermark");
+			break;
+		}
+		if (sqlite3_changes(st->db) == 0)
+			break;
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
 int recon_state_success(struct recon_state *st, const char *job, const char *mode, int64_t until,
 			int64_t run_id, int64_t now, int64_t duration_ms, struct recon_err *err)
 {
@@ -523,6 +562,8 @@ int recon_state_success(struct recon_state *st, const char *job, const char *mod
 		rc = db_err(st, err, "cannot record the watermark");
 		goto out;
 	}
+	if ((rc = extend_watermark(st, job, mode, err)) < 0)
+		goto out;
 	rc = exec(st, "COMMIT", err);
 out:
 	sqlite3_finalize(wm);

@@ -42,6 +42,12 @@
 #include "recon_source.h"
 #include "recon_time.h"
 
+/* MySQL 8's client library dropped my_bool for bool; Connector/C keeps it */
+#if !defined(MARIADB_PACKAGE_VERSION) && defined(LIBMYSQL_VERSION_ID) &&                           \
+    LIBMYSQL_VERSION_ID >= 80000
+typedef bool my_bool;
+#endif
+
 #define CONNECT_TIMEOUT_S 10
 #define COL_BUF_INITIAL	  64
 
@@ -76,8 +82,7 @@ struct mysql_source {
 
 static bool is_amount(int c)
 {
-	return c == RECON_COL_AMOUNT || c == RECON_COL_AMOUNT_MINOR ||
-	       c == RECON_COL_REFUND_AMOUNT;
+	return c == RECON_COL_AMOUNT || c == RECON_COL_AMOUNT_MINOR || c == RECON_COL_REFUND_AMOUNT;
 }
 
 static int fail_msg(struct mysql_source *s, struct recon_err *err, const char *what,
@@ -85,8 +90,7 @@ static int fail_msg(struct mysql_source *s, struct recon_err *err, const char *w
 {
 	char line[200];
 
-	recon_dsn_first_line(msg && *msg ? msg : "connection lost", s->secret, line,
-			     sizeof(line));
+	recon_dsn_first_line(msg && *msg ? msg : "connection lost", s->secret, line, sizeof(line));
 	return recon_err_set(err, RECON_EUNAVAIL, s->where, "%s: %s", what, line);
 }
 
@@ -94,8 +98,12 @@ static int fail_stmt(struct mysql_source *s, struct recon_err *err, MYSQL_STMT *
 {
 	char what[128];
 
+	const char *m = mysql_stmt_error(st);
+
 	snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
-	return fail_msg(s, err, what, mysql_stmt_error(st));
+	if (!m || !*m)
+		m = mysql_error(s->conn);
+	return fail_msg(s, err, what, m);
 }
 
 /* SELECT `c1`, `c2`, ... FROM `table` */
@@ -142,9 +150,9 @@ static void to_mysql_time(int64_t wall_ms, MYSQL_TIME *t)
 static int64_t dst_slack(const struct recon_tz *tz, int64_t t)
 {
 	return recon_tz_offset(tz, t - RECON_MS_PER_DAY) ==
-			   recon_tz_offset(tz, t + RECON_MS_PER_DAY)
-		       ? 0
-		       : 3 * RECON_MS_PER_HOUR;
+		       recon_tz_offset(tz, t + RECON_MS_PER_DAY)
+		   ? 0
+		   : 3 * RECON_MS_PER_HOUR;
 }
 
 /* Fills params[0..2) with the window bounds for the time column's type. */
@@ -163,8 +171,9 @@ static int bounds(struct mysql_source *s, enum enum_field_types type,
 	case MYSQL_TYPE_DATETIME:
 	case MYSQL_TYPE_DATE:
 	case MYSQL_TYPE_NEWDATE:
-		to_mysql_time(recon_tz_to_local(tz, win->read_start - dst_slack(tz, win->read_start)),
-			      &s->lo_t);
+		to_mysql_time(
+		    recon_tz_to_local(tz, win->read_start - dst_slack(tz, win->read_start)),
+		    &s->lo_t);
 		to_mysql_time(recon_tz_to_local(tz, win->read_end + dst_slack(tz, win->read_end)),
 			      &s->hi_t);
 		break;
@@ -224,8 +233,7 @@ static int bind_results(struct mysql_source *s, struct recon_err *err)
 	return 0;
 }
 
-static int prepare(struct mysql_source *s, MYSQL_STMT **out, const char *sql,
-		   struct recon_err *err)
+static int prepare(struct mysql_source *s, MYSQL_STMT **out, const char *sql, struct recon_err *err)
 {
 	MYSQL_STMT *st = mysql_stmt_init(s->conn);
 
@@ -267,8 +275,8 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	    (rc = recon_dsn_mysql_parse(dsn, side->dsn_env, &d, err)) < 0)
 		goto out;
 	if (!side->cols[RECON_COL_TIME]) {
-		rc = recon_err_set(err, RECON_ECONFIG, NULL, "%s: a mysql source needs a time column",
-				   side->role);
+		rc = recon_err_set(err, RECON_ECONFIG, NULL,
+				   "%s: a mysql source needs a time column", side->role);
 		goto out;
 	}
 	if (d.password && *d.password)
@@ -287,7 +295,7 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	mysql_options(s->conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
 	mysql_options(s->conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(s->conn, MYSQL_OPT_LOCAL_INFILE, &no_infile);
-	mysql_optionsv(s->conn, MYSQL_OPT_CONNECT_ATTR_ADD, "program_name", "recon");
+	mysql_options4(s->conn, MYSQL_OPT_CONNECT_ATTR_ADD, "program_name", "recon");
 	if (!mysql_real_connect(s->conn, d.host, d.user, d.password, d.db, d.port, d.socket, 0)) {
 		rc = fail_msg(s, err, "cannot connect", mysql_error(s->conn));
 		goto out;
@@ -411,12 +419,32 @@ static int my_next(struct recon_source *src, const struct recon_raw_row **row,
 		} else {
 			s->row.len[c] = col->len;
 		}
-		if (is_amount(c) && (col->type == MYSQL_TYPE_FLOAT || col->type == MYSQL_TYPE_DOUBLE))
+		if (is_amount(c) &&
+		    (col->type == MYSQL_TYPE_FLOAT || col->type == MYSQL_TYPE_DOUBLE))
 			s->row.reject = "amount stored as a floating-point value (exactness lost)";
 		s->row.val[c] = col->buf;
 	}
 	*row = &s->row;
 	return RECON_ROW;
+}
+
+static bool is_integer_type(enum enum_field_types t)
+{
+	return t == MYSQL_TYPE_TINY || t == MYSQL_TYPE_SHORT || t == MYSQL_TYPE_INT24 ||
+	       t == MYSQL_TYPE_LONG || t == MYSQL_TYPE_LONGLONG;
+}
+
+/* True when p[0..n) is a decimal integer an integer column can hold. */
+static bool int_text(const char *p, size_t n)
+{
+	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
+
+	if (i == n || n - i > 19)
+		return false;
+	for (; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
 }
 
 static int my_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
@@ -436,6 +464,13 @@ static int my_lookup(struct recon_source *src, const char *const *parts, const s
 	s->cur = NULL;
 	memset(params, 0, sizeof(params));
 	for (unsigned i = 0; i < n; i++) {
+		/*
+		 * MySQL compares an integer column with a non-number as 0 = 0:
+		 * such a key matches no row here instead of the wrong ones.
+		 */
+		if (is_integer_type(s->cols[s->colidx[RECON_COL_KEY0 + i]].type) &&
+		    !int_text(parts[i], lens[i]))
+			return 0;
 		plen[i] = (unsigned long)lens[i];
 		params[i].buffer_type = MYSQL_TYPE_STRING;
 		params[i].buffer = (void *)(uintptr_t)parts[i]; /* only read */

@@ -58,8 +58,9 @@ struct pg_source {
 	struct recon_source base;
 	PGconn *conn;
 	const struct recon_side *side;
-	PGresult *res; /* the row handed out last; cleared by the next call */
-	bool busy;     /* a query is in flight: PQgetResult() until NULL */
+	PGresult *res;	 /* the row handed out last; cleared by the next call */
+	PGresult *first; /* the scan's first result, taken at open (errors show there) */
+	bool busy;	 /* a query is in flight: PQgetResult() until NULL */
 	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
 	Oid coltype[RECON_COL__COUNT];
 	Oid keytype[RECON_KEY_PARTS_MAX];
@@ -71,8 +72,7 @@ struct pg_source {
 
 static bool is_amount(int c)
 {
-	return c == RECON_COL_AMOUNT || c == RECON_COL_AMOUNT_MINOR ||
-	       c == RECON_COL_REFUND_AMOUNT;
+	return c == RECON_COL_AMOUNT || c == RECON_COL_AMOUNT_MINOR || c == RECON_COL_REFUND_AMOUNT;
 }
 
 /* Records RECON_EUNAVAIL: "<what>: <first line of msg>", password scrubbed. */
@@ -80,8 +80,7 @@ static int fail(struct pg_source *s, struct recon_err *err, const char *what, co
 {
 	char line[200];
 
-	recon_dsn_first_line(msg && *msg ? msg : "connection lost", s->secret, line,
-			     sizeof(line));
+	recon_dsn_first_line(msg && *msg ? msg : "connection lost", s->secret, line, sizeof(line));
 	return recon_err_set(err, RECON_EUNAVAIL, s->where, "%s: %s", what, line);
 }
 
@@ -147,14 +146,14 @@ out:
 static int64_t dst_slack(const struct recon_tz *tz, int64_t t)
 {
 	return recon_tz_offset(tz, t - RECON_MS_PER_DAY) ==
-			   recon_tz_offset(tz, t + RECON_MS_PER_DAY)
-		       ? 0
-		       : 3 * RECON_MS_PER_HOUR;
+		       recon_tz_offset(tz, t + RECON_MS_PER_DAY)
+		   ? 0
+		   : 3 * RECON_MS_PER_HOUR;
 }
 
 /* Writes the window bounds for a time column whose parameter type is `type`. */
-static int bounds(struct pg_source *s, Oid type, const struct recon_window *win, char *lo,
-		  char *hi, size_t size, struct recon_err *err)
+static int bounds(struct pg_source *s, Oid type, const struct recon_window *win, char *lo, char *hi,
+		  size_t size, struct recon_err *err)
 {
 	const struct recon_tz *tz = s->side->tz;
 
@@ -167,8 +166,7 @@ static int bounds(struct pg_source *s, Oid type, const struct recon_window *win,
 	case PG_DATEOID:
 		recon_time_format_local(tz, win->read_start - dst_slack(tz, win->read_start), lo,
 					size);
-		recon_time_format_local(tz, win->read_end + dst_slack(tz, win->read_end), hi,
-					size);
+		recon_time_format_local(tz, win->read_end + dst_slack(tz, win->read_end), hi, size);
 		return 0;
 	case PG_TEXTOID:
 	case PG_VARCHAROID:
@@ -188,7 +186,7 @@ static int bounds(struct pg_source *s, Oid type, const struct recon_window *win,
 
 /* Starts a prepared query in single-row mode. */
 static int start_query(struct pg_source *s, const char *name, int n, const char *const *vals,
-		struct recon_err *err)
+		       struct recon_err *err)
 {
 	char what[128];
 
@@ -223,8 +221,8 @@ static int finish(struct pg_source *s, struct recon_err *err)
 static int pg_open(struct recon_source **out, const struct recon_side *side,
 		   const struct recon_window *win, struct recon_err *err)
 {
-	static const char *const kw[] = {"connect_timeout", "fallback_application_name",
-					 "dbname", NULL};
+	static const char *const kw[] = {"connect_timeout", "fallback_application_name", "dbname",
+					 NULL};
 	struct pg_source *s = recon_xcalloc(1, sizeof(*s));
 	const char *vals[4] = {"10", "recon", NULL, NULL};
 	PQconninfoOption *opts = NULL;
@@ -243,8 +241,10 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	if ((rc = recon_dsn_get(side, &dsn, err)) < 0)
 		goto out;
 	if (!side->cols[RECON_COL_TIME]) {
-		rc = recon_err_set(err, RECON_ECONFIG, NULL, "%s: a postgres source needs a time "
-							     "column", side->role);
+		rc = recon_err_set(err, RECON_ECONFIG, NULL,
+				   "%s: a postgres source needs a time "
+				   "column",
+				   side->role);
 		goto out;
 	}
 	/* libpq's parse errors may quote the string (and so a password): not shown */
@@ -314,6 +314,19 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	bind[1] = hi;
 	if ((rc = start_query(s, "recon_scan", 2, bind, err)) < 0)
 		goto out;
+	/*
+	 * Wait for the first row (or the end): privileges are checked when the
+	 * statement runs, not when it is prepared, and a source that cannot be
+	 * read must fail at open.
+	 */
+	s->first = PQgetResult(s->conn);
+	if (!s->first || (PQresultStatus(s->first) != PGRES_SINGLE_TUPLE &&
+			  PQresultStatus(s->first) != PGRES_TUPLES_OK)) {
+		char what[128];
+		snprintf(what, sizeof(what), "cannot read table '%s'", side->table);
+		rc = fail_res(s, err, what, s->first);
+		goto out;
+	}
 	*out = &s->base;
 	s = NULL;
 out:
@@ -338,7 +351,8 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 	s->res = NULL;
 	if (!s->busy)
 		return RECON_DONE;
-	res = PQgetResult(s->conn);
+	res = s->first ? s->first : PQgetResult(s->conn);
+	s->first = NULL;
 	if (!res) {
 		s->busy = false;
 		return RECON_DONE;
@@ -371,7 +385,8 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 		if (s->coltype[c] == PG_BPCHAROID) /* char(n) pads with blanks that mean nothing */
 			while (len && v[len - 1] == ' ')
 				len--;
-		if (is_amount(c) && (s->coltype[c] == PG_FLOAT4OID || s->coltype[c] == PG_FLOAT8OID))
+		if (is_amount(c) &&
+		    (s->coltype[c] == PG_FLOAT4OID || s->coltype[c] == PG_FLOAT8OID))
 			s->row.reject = "amount stored as a floating-point value (exactness lost)";
 		else if (is_amount(c) && s->coltype[c] == PG_MONEYOID)
 			s->row.reject = "amount stored as the money type (locale-formatted)";
@@ -406,6 +421,8 @@ static int pg_lookup(struct recon_source *src, const char *const *parts, const s
 
 	PQclear(s->res);
 	s->res = NULL;
+	PQclear(s->first);
+	s->first = NULL;
 	if ((rc = finish(s, err)) < 0)
 		return rc;
 	recon_buf_reset(&s->scratch);
@@ -436,6 +453,7 @@ static void pg_close(struct recon_source *src)
 	if (!s)
 		return;
 	PQclear(s->res);
+	PQclear(s->first);
 	/* ends the session; the read-only transaction rolls back with it */
 	PQfinish(s->conn);
 	if (s->secret) {

@@ -1,0 +1,1040 @@
+/*
+ * Tests for src/recon_compare.c: the hash join of one window. Rows are built
+ * directly as canonical rows (no source, no normalize), one test per row of
+ * DESIGN's classification table, the entry fold (partial and full refunds,
+ * revocations, refunds of an earlier statement's payment), duplicates, the
+ * ownership rules at the window edges, the lookup lists and the key order.
+ *
+ * Every test uses the t1 window of 2024-01-16 in Asia/Shanghai
+ * [2024-01-15T16:00Z, 2024-01-16T16:00Z), margin 10m, stuck_after 15m.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h> /* after the four above, which it needs */
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_compare.h"
+#include "recon_job.h"
+#include "recon_mem.h"
+#include "recon_normalize.h"
+#include "recon_time.h"
+#include "support_jobs.h"
+
+#define SEP "\037" /* RECON_KEY_SEP as a string literal */
+
+#define MIN  RECON_MS_PER_MIN
+#define HOUR RECON_MS_PER_HOUR
+
+/* 2024-01-16 00:00 Asia/Shanghai */
+#define DAY_START 1705334400000LL
+#define DAY_END	  (DAY_START + RECON_MS_PER_DAY)
+
+struct fixture {
+	struct recon_job *job;
+	struct recon_window win;
+	struct recon_compare *cmp;
+	uint64_t line;
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = recon_xcalloc(1, sizeof(*fx));
+
+	fx->job = support_job_new();
+	support_window_day(fx->job, 2024, 1, 16, &fx->win);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	recon_compare_free(fx->cmp);
+	recon_job_free(fx->job);
+	free(fx);
+	return 0;
+}
+
+/* A compare of the fixture's window; `now` is the next morning unless given. */
+static struct recon_compare *start_at(struct fixture *fx, bool statement, int64_t now)
+{
+	recon_compare_free(fx->cmp);
+	fx->cmp = recon_compare_new(fx->job, &fx->win, now, statement);
+	fx->line = 0;
+	return fx->cmp;
+}
+
+static struct recon_compare *start(struct fixture *fx, bool statement)
+{
+	return start_at(fx, statement, DAY_END + 9 * HOUR);
+}
+
+/* Copies key (and id) into the compare's arena, as recon_normalize_row() would. */
+static void add_row(struct fixture *fx, int side, const char *key, const char *cur, int64_t amount,
+		    int64_t t, int status, int entry, const char *id, unsigned flags)
+{
+	struct recon_arena *a = recon_compare_arena(fx->cmp);
+	struct recon_row row;
+
+	memset(&row, 0, sizeof(row));
+	row.key = recon_arena_strndup(a, key, strlen(key));
+	row.key_len = (uint32_t)strlen(key);
+	memcpy(row.currency, cur, 4);
+	row.amount = amount;
+	row.time = t;
+	row.status = (uint8_t)status;
+	row.entry = (uint8_t)entry;
+	row.flags = (uint8_t)flags;
+	if (id) {
+		row.entry_id = recon_arena_strndup(a, id, strlen(id));
+		row.entry_id_len = (uint32_t)strlen(id);
+	}
+	row.line = ++fx->line;
+	recon_compare_add(fx->cmp, side, &row);
+}
+
+/* An upstream statement entry (payment / refund / revoke), currency CNY. */
+static void entry(struct fixture *fx, const char *key, int type, int64_t amount, int64_t t,
+		  const char *id)
+{
+	add_row(fx, RECON_SIDE_UPSTREAM, key, "CNY", amount, t, 0, type, id, 0);
+}
+
+/* A plain upstream row (database upstream): an order in a status. */
+static void up_plain(struct fixture *fx, const char *key, int status, int64_t amount, int64_t t)
+{
+	add_row(fx, RECON_SIDE_UPSTREAM, key, "CNY", amount, t, status, RECON_ENTRY_PAYMENT, NULL,
+		RECON_ROW_HAS_STATUS);
+}
+
+/* A local flow row, currency CNY. */
+static void local(struct fixture *fx, const char *key, int status, int64_t amount, int64_t t)
+{
+	add_row(fx, RECON_SIDE_LOCAL, key, "CNY", amount, t, status, RECON_ENTRY_PAYMENT, NULL,
+		RECON_ROW_HAS_STATUS);
+}
+
+static int klass(struct fixture *fx, const char *key)
+{
+	return recon_compare_key_class(fx->cmp, key, strlen(key));
+}
+
+static const struct recon_diff *only_diff(struct fixture *fx)
+{
+	size_t n;
+	const struct recon_diff *d = recon_compare_diffs(fx->cmp, &n);
+
+	assert_int_equal(n, 1);
+	return d;
+}
+
+/* Class names and back. */
+static void test_compare_class_names(void **state)
+{
+	(void)state;
+	assert_string_equal(recon_class_name(RECON_CLASS_MISSING), "missing");
+	assert_string_equal(recon_class_name(RECON_CLASS_AMOUNT_MISMATCH), "amount_mismatch");
+	assert_string_equal(recon_class_name(RECON_CLASS_MATCHED), "matched");
+	for (int c = 0; c <= RECON_CLASS_MATCHED; c++)
+		assert_int_equal(recon_class_from_name(recon_class_name((enum recon_class)c)), c);
+	assert_int_equal(recon_class_from_name("nope"), -1);
+}
+
+/* missing: upstream success, no local row. */
+static void test_compare_missing_success(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "M1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_MISSING);
+	assert_int_equal(d->key_len, 2);
+	assert_memory_equal(d->key, "M1", 2);
+	assert_true(d->up.present);
+	assert_false(d->local.present);
+	assert_int_equal(d->up.status, RECON_ST_SUCCESS);
+	assert_int_equal(d->up.amount, 1000);
+	assert_int_equal(d->up.refunded, 0);
+	assert_int_equal(d->up.time, DAY_START + HOUR);
+	assert_int_equal(d->up.line, 1);
+	assert_int_equal(d->up.rows, 1);
+	assert_string_equal(d->up.currency, "CNY");
+	assert_int_equal(klass(fx, "M1"), RECON_CLASS_MISSING);
+	assert_int_equal(recon_compare_counts(fx->cmp)->classes[RECON_CLASS_MISSING], 1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->keys_owned, 1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 0);
+}
+
+/* missing: upstream refunded (paid, then refunded in full), no local row. */
+static void test_compare_missing_refunded(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "M2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T2");
+	entry(fx, "M2", RECON_ENTRY_REFUND, 1000, DAY_START + 2 * HOUR, "R2");
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_MISSING);
+	assert_int_equal(d->up.status, RECON_ST_REFUNDED);
+	assert_int_equal(d->up.amount, 1000);
+	assert_int_equal(d->up.refunded, 1000);
+	assert_int_equal(d->up.rows, 2);
+	assert_int_equal(recon_compare_counts(fx->cmp)->rows_owned[RECON_SIDE_UPSTREAM], 2);
+}
+
+/* Upstream closed or pending with no local row is not "missing": nothing to replay. */
+static void test_compare_missing_not_for_unpaid(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n;
+
+	start(fx, false);
+	up_plain(fx, "C1", RECON_ST_CLOSED, 1000, DAY_START + HOUR);
+	up_plain(fx, "P1", RECON_ST_PENDING, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(klass(fx, "C1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "P1"), RECON_CLASS_MATCHED);
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 2);
+}
+
+/* extra: local success / refunded, no upstream row, owned by local time + margin. */
+static void test_compare_extra(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	local(fx, "E1", RECON_ST_SUCCESS, 500, DAY_START + HOUR);
+	local(fx, "E2", RECON_ST_REFUNDED, 700, DAY_START + 2 * HOUR);
+	local(fx, "E3", RECON_ST_CLOSED, 700, DAY_START + 2 * HOUR);
+	recon_compare_classify(fx->cmp);
+	d = recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 2);
+	assert_memory_equal(d[0].key, "E1", 2);
+	assert_int_equal(d[0].klass, RECON_CLASS_EXTRA);
+	assert_false(d[0].up.present);
+	assert_true(d[0].local.present);
+	assert_int_equal(d[0].local.amount, 500);
+	assert_int_equal(d[0].local.status, RECON_ST_SUCCESS);
+	assert_int_equal(d[0].local.rows, 1);
+	assert_memory_equal(d[1].key, "E2", 2);
+	assert_int_equal(d[1].klass, RECON_CLASS_EXTRA);
+	assert_int_equal(d[1].local.status, RECON_ST_REFUNDED);
+	assert_int_equal(klass(fx, "E3"), RECON_CLASS_MATCHED); /* closed locally: no money */
+	assert_int_equal(recon_compare_counts(fx->cmp)->classes[RECON_CLASS_EXTRA], 2);
+}
+
+/* stuck: same amount, upstream paid, local pending older than stuck_after. */
+static void test_compare_stuck(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "S1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "S1", RECON_ST_PENDING, 1000, DAY_START + HOUR - 1000);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_STUCK);
+	assert_true(d->up.present);
+	assert_true(d->local.present);
+	assert_int_equal(d->local.status, RECON_ST_PENDING);
+	assert_int_equal(recon_compare_counts(fx->cmp)->classes[RECON_CLASS_STUCK], 1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->in_flight, 0);
+}
+
+/* A local pending younger than stuck_after is in flight: matched, counted in in_flight. */
+static void test_compare_stuck_younger_is_in_flight(void **state)
+{
+	struct fixture *fx = *state;
+	const int64_t t = DAY_START + 20 * HOUR;
+	size_t n;
+
+	/* now - time = 15m exactly: not older than stuck_after yet */
+	start_at(fx, true, t + 15 * MIN);
+	entry(fx, "F1", RECON_ENTRY_PAYMENT, 1000, t, "T1");
+	local(fx, "F1", RECON_ST_PENDING, 1000, t);
+	entry(fx, "F2", RECON_ENTRY_PAYMENT, 1000, t, "T2");
+	local(fx, "F2", RECON_ST_PENDING, 1000, t - 1); /* 1 ms older than the limit */
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(klass(fx, "F1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "F2"), RECON_CLASS_STUCK);
+	assert_int_equal(recon_compare_counts(fx->cmp)->in_flight, 1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 1);
+}
+
+/* amount_mismatch: both present, amounts differ. */
+static void test_compare_amount_mismatch(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "A1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "A1", RECON_ST_SUCCESS, 999, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(d->up.amount, 1000);
+	assert_int_equal(d->local.amount, 999);
+}
+
+/* amount_mismatch: same number, different currency. */
+static void test_compare_amount_mismatch_currency(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "A2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	add_row(fx, RECON_SIDE_LOCAL, "A2", "USD", 1000, DAY_START + HOUR, RECON_ST_SUCCESS, 0,
+		NULL, RECON_ROW_HAS_STATUS);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_AMOUNT_MISMATCH);
+	assert_string_equal(d->up.currency, "CNY");
+	assert_string_equal(d->local.currency, "USD");
+}
+
+/* Entries of one order in two currencies: no honest comparison, amount_mismatch. */
+static void test_compare_amount_mismatch_mixed_upstream_currency(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "A3", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	add_row(fx, RECON_SIDE_UPSTREAM, "A3", "USD", 100, DAY_START + 2 * HOUR, 0,
+		RECON_ENTRY_REFUND, "R1", 0);
+	local(fx, "A3", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "A3"), RECON_CLASS_AMOUNT_MISMATCH);
+}
+
+/* Tolerance: a difference up to amount_tolerance_minor is matched, beyond it is not. */
+static void test_compare_amount_tolerance(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx->job->tolerance_minor = 5;
+	start(fx, true);
+	entry(fx, "T_EQ", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "T_EQ", RECON_ST_SUCCESS, 1005, DAY_START + HOUR);
+	entry(fx, "T_LO", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T2");
+	local(fx, "T_LO", RECON_ST_SUCCESS, 995, DAY_START + HOUR);
+	entry(fx, "T_OVER", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T3");
+	local(fx, "T_OVER", RECON_ST_SUCCESS, 1006, DAY_START + HOUR);
+	entry(fx, "T_UNDER", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T4");
+	local(fx, "T_UNDER", RECON_ST_SUCCESS, 994, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "T_EQ"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "T_LO"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "T_OVER"), RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(klass(fx, "T_UNDER"), RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 2);
+}
+
+/* status_mismatch: local closed while upstream says paid. */
+static void test_compare_status_mismatch_closed_vs_paid(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "X1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "X1", RECON_ST_CLOSED, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_STATUS_MISMATCH);
+	assert_int_equal(d->up.status, RECON_ST_SUCCESS);
+	assert_int_equal(d->local.status, RECON_ST_CLOSED);
+}
+
+/* status_mismatch: local success while upstream refunded the order in full. */
+static void test_compare_status_mismatch_success_vs_refunded(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "X2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "X2", RECON_ENTRY_REFUND, 1000, DAY_START + 3 * HOUR, "R1");
+	local(fx, "X2", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_STATUS_MISMATCH);
+	assert_int_equal(d->up.status, RECON_ST_REFUNDED);
+	assert_int_equal(d->up.refunded, 1000);
+	assert_int_equal(d->local.status, RECON_ST_SUCCESS);
+}
+
+/* duplicate: the same provider entry (entry type + transaction id) listed twice. */
+static void test_compare_duplicate_same_entry_id(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "D1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "D1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "D1", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_DUPLICATE);
+	assert_int_equal(d->up.rows, 2);
+	assert_int_equal(d->up.amount, 1000); /* the repeated line is not summed twice */
+	assert_int_equal(recon_compare_counts(fx->cmp)->classes[RECON_CLASS_DUPLICATE], 1);
+}
+
+/* duplicate: no entry id, identical key, amount and time. */
+static void test_compare_duplicate_without_id(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "D2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, NULL);
+	entry(fx, "D2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, NULL);
+	/* same key, no id, but another time: a different entry */
+	entry(fx, "D3", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, NULL);
+	entry(fx, "D3", RECON_ENTRY_REFUND, 1000, DAY_START + HOUR, NULL); /* other type */
+	local(fx, "D2", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	local(fx, "D3", RECON_ST_REFUNDED, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "D2"), RECON_CLASS_DUPLICATE);
+	assert_int_equal(klass(fx, "D3"), RECON_CLASS_MATCHED);
+}
+
+/* duplicate: the same key twice in the local flow. */
+static void test_compare_duplicate_local(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "D4", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "D4", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	local(fx, "D4", RECON_ST_SUCCESS, 1000, DAY_START + HOUR + 5);
+	local(fx, "D5", RECON_ST_SUCCESS, 300, DAY_START + HOUR); /* local only, twice */
+	local(fx, "D5", RECON_ST_PENDING, 300, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "D4"), RECON_CLASS_DUPLICATE);
+	assert_int_equal(klass(fx, "D5"), RECON_CLASS_DUPLICATE);
+	d = recon_compare_diffs(fx->cmp, &(size_t){0});
+	assert_int_equal(d[0].local.rows, 2);
+	assert_int_equal(recon_compare_counts(fx->cmp)->rows_owned[RECON_SIDE_LOCAL], 4);
+}
+
+/* matched: same amount, same terminal status; nothing listed. */
+static void test_compare_matched(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_compare_counts *c;
+	size_t n;
+
+	start(fx, true);
+	entry(fx, "OK1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "OK1", RECON_ST_SUCCESS, 1000, DAY_START + HOUR - 2000);
+	up_plain(fx, "OK2", RECON_ST_SUCCESS, 250, DAY_START + HOUR);
+	local(fx, "OK2", RECON_ST_SUCCESS, 250, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 0);
+	c = recon_compare_counts(fx->cmp);
+	assert_int_equal(c->matched, 2);
+	assert_int_equal(c->keys_owned, 2);
+	assert_int_equal(c->rows_owned[0], 2);
+	assert_int_equal(c->rows_owned[1], 2);
+	for (int i = 0; i < RECON_CLASS__COUNT; i++)
+		assert_int_equal(c->classes[i], 0);
+	assert_int_equal(klass(fx, "OK1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "nope"), -1);
+}
+
+/* amount_mismatch wins over status (and over stuck). */
+static void test_compare_amount_wins_over_status(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "W1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	local(fx, "W1", RECON_ST_CLOSED, 900, DAY_START + HOUR);
+	entry(fx, "W2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T2");
+	local(fx, "W2", RECON_ST_PENDING, 900, DAY_START + HOUR - 2 * HOUR);
+	entry(fx, "W3", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T3");
+	entry(fx, "W3", RECON_ENTRY_REFUND, 1000, DAY_START + HOUR, "R3");
+	local(fx, "W3", RECON_ST_SUCCESS, 1100, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "W1"), RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(klass(fx, "W2"), RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(klass(fx, "W3"), RECON_CLASS_AMOUNT_MISMATCH);
+}
+
+/* A local pending row with no upstream row is not a difference. */
+static void test_compare_local_pending_without_upstream(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n;
+
+	start(fx, true);
+	local(fx, "LP1", RECON_ST_PENDING, 1000, DAY_START + HOUR); /* old: still not stuck */
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(klass(fx, "LP1"), RECON_CLASS_MATCHED);
+	assert_int_equal(recon_compare_counts(fx->cmp)->keys_owned, 1);
+}
+
+/* Payment 10.00 + refund 3.00: the order stays success, 3.00 refunded. */
+static void test_compare_partial_refund_is_success(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "PR1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "PR1", RECON_ENTRY_REFUND, 300, DAY_START + 2 * HOUR, "R1");
+	local(fx, "PR1", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	entry(fx, "PR2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T2");
+	entry(fx, "PR2", RECON_ENTRY_REFUND, 300, DAY_START + 2 * HOUR, "R2");
+	local(fx, "PR2", RECON_ST_REFUNDED, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "PR1"), RECON_CLASS_MATCHED);
+	d = only_diff(fx);
+	assert_memory_equal(d->key, "PR2", 3);
+	assert_int_equal(d->klass, RECON_CLASS_STATUS_MISMATCH);
+	assert_int_equal(d->up.status, RECON_ST_SUCCESS);
+	assert_int_equal(d->up.amount, 1000); /* the order amount, not net of refunds */
+	assert_int_equal(d->up.refunded, 300);
+	assert_int_equal(d->up.time, DAY_START + HOUR);
+	assert_int_equal(d->up.line, 4); /* the first entry's line */
+}
+
+/* Payment + refunds adding up to the payment: refunded. */
+static void test_compare_full_refund_is_refunded(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "FR1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "FR1", RECON_ENTRY_REFUND, 600, DAY_START + 2 * HOUR, "R1");
+	entry(fx, "FR1", RECON_ENTRY_REFUND, 400, DAY_START + 3 * HOUR, "R2");
+	local(fx, "FR1", RECON_ST_REFUNDED, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "FR1"), RECON_CLASS_MATCHED);
+	assert_int_equal(recon_compare_counts(fx->cmp)->rows_owned[0], 3);
+}
+
+/* Refunds beyond the payment: an amount problem, never matched. */
+static void test_compare_over_refund_is_amount_mismatch(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "OR1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "OR1", RECON_ENTRY_REFUND, 1200, DAY_START + 2 * HOUR, "R1");
+	local(fx, "OR1", RECON_ST_REFUNDED, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "OR1"), RECON_CLASS_AMOUNT_MISMATCH);
+}
+
+/* Payment then revocation: closed. */
+static void test_compare_revoke_is_closed(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "RV1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "RV1", RECON_ENTRY_REVOKE, 1000, DAY_START + 2 * HOUR, "T1");
+	local(fx, "RV1", RECON_ST_CLOSED, 1000, DAY_START + HOUR);
+	entry(fx, "RV2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T2");
+	entry(fx, "RV2", RECON_ENTRY_REVOKE, 1000, DAY_START + 2 * HOUR, "T2");
+	local(fx, "RV2", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	entry(fx, "RV3", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T3");
+	entry(fx, "RV3", RECON_ENTRY_REVOKE, 1000, DAY_START + 2 * HOUR, "T3");
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "RV1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "RV3"), RECON_CLASS_MATCHED); /* closed: nothing to replay */
+	d = only_diff(fx);
+	assert_memory_equal(d->key, "RV2", 3);
+	assert_int_equal(d->klass, RECON_CLASS_STATUS_MISMATCH);
+	assert_int_equal(d->up.status, RECON_ST_CLOSED);
+}
+
+/*
+ * A revocation whose payment lies in an earlier statement (paid 23:59:59, revoked
+ * after midnight) folds like a refund-only key: closed, for the revoked amount.
+ */
+static void test_compare_revoke_only_matches_local_closed(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n;
+
+	start(fx, true);
+	entry(fx, "RVO1", RECON_ENTRY_REVOKE, 1000, DAY_START + 30 * 1000, "T1");
+	add_row(fx, RECON_SIDE_LOCAL, "RVO1", "CNY", 1000, DAY_START - 1000, RECON_ST_CLOSED, 0,
+		NULL, RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(klass(fx, "RVO1"), RECON_CLASS_MATCHED);
+	assert_int_equal(n, 0);
+}
+
+/* A refund whose payment lies in an earlier statement vs a local refunded order. */
+static void test_compare_refund_only_matches_local_refunded(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n;
+
+	start(fx, true);
+	entry(fx, "RO1", RECON_ENTRY_REFUND, 1000, DAY_START + HOUR, "R1");
+	/* the order was written the day before and found by the key lookup */
+	add_row(fx, RECON_SIDE_LOCAL, "RO1", "CNY", 1000, DAY_START - 20 * HOUR, RECON_ST_REFUNDED,
+		0, NULL, RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(klass(fx, "RO1"), RECON_CLASS_MATCHED);
+}
+
+/* Refund-only upstream key vs a local order still marked success. */
+static void test_compare_refund_only_vs_local_success(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	entry(fx, "RO2", RECON_ENTRY_REFUND, 1000, DAY_START + HOUR, "R1");
+	add_row(fx, RECON_SIDE_LOCAL, "RO2", "CNY", 1000, DAY_START - 20 * HOUR, RECON_ST_SUCCESS,
+		0, NULL, RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+	recon_compare_classify(fx->cmp);
+	d = only_diff(fx);
+	assert_int_equal(d->klass, RECON_CLASS_STATUS_MISMATCH);
+	assert_true(d->local.looked_up);
+	assert_false(d->up.looked_up);
+}
+
+/* Refund-only upstream key refunding more than the local order's amount. */
+static void test_compare_refund_only_larger_than_local(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "RO3", RECON_ENTRY_REFUND, 1500, DAY_START + HOUR, "R1");
+	local(fx, "RO3", RECON_ST_REFUNDED, 1000, DAY_START - 20 * HOUR);
+	/* a partial refund of an earlier payment: the order stays success */
+	entry(fx, "RO4", RECON_ENTRY_REFUND, 300, DAY_START + HOUR, "R2");
+	local(fx, "RO4", RECON_ST_SUCCESS, 1000, DAY_START - 20 * HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "RO3"), RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(klass(fx, "RO4"), RECON_CLASS_MATCHED);
+}
+
+/* Two partial refunds with different refund ids are two entries, not a duplicate. */
+static void test_compare_two_partial_refunds_not_duplicates(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "TR1", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T1");
+	entry(fx, "TR1", RECON_ENTRY_REFUND, 300, DAY_START + 2 * HOUR, "R1");
+	entry(fx, "TR1", RECON_ENTRY_REFUND, 300, DAY_START + 2 * HOUR, "R2");
+	local(fx, "TR1", RECON_ST_SUCCESS, 1000, DAY_START + HOUR);
+	/* a refund carrying the payment's transaction id is another entry type */
+	entry(fx, "TR2", RECON_ENTRY_PAYMENT, 1000, DAY_START + HOUR, "T2");
+	entry(fx, "TR2", RECON_ENTRY_REFUND, 1000, DAY_START + 2 * HOUR, "T2");
+	local(fx, "TR2", RECON_ST_REFUNDED, 1000, DAY_START + HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "TR1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "TR2"), RECON_CLASS_MATCHED);
+	assert_int_equal(recon_compare_counts(fx->cmp)->classes[RECON_CLASS_DUPLICATE], 0);
+}
+
+/* Upstream keys by first entry time (database upstream): start and end-1ms owned, end not. */
+static void test_compare_window_upstream_edges(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_compare_counts *c;
+
+	start(fx, false);
+	up_plain(fx, "U_START", RECON_ST_SUCCESS, 100, DAY_START);
+	up_plain(fx, "U_LAST", RECON_ST_SUCCESS, 100, DAY_END - 1);
+	up_plain(fx, "U_END", RECON_ST_SUCCESS, 100, DAY_END);
+	up_plain(fx, "U_BEFORE", RECON_ST_SUCCESS, 100, DAY_START - 1);
+	/* first entry decides: a refund today of yesterday's payment is yesterday's key */
+	up_plain(fx, "U_FIRST", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	up_plain(fx, "U_FIRST", RECON_ST_SUCCESS, 100, DAY_START - HOUR);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "U_START"), RECON_CLASS_MISSING);
+	assert_int_equal(klass(fx, "U_LAST"), RECON_CLASS_MISSING);
+	assert_int_equal(klass(fx, "U_END"), -1);
+	assert_int_equal(klass(fx, "U_BEFORE"), -1);
+	assert_int_equal(klass(fx, "U_FIRST"), -1);
+	c = recon_compare_counts(fx->cmp);
+	assert_int_equal(c->keys_owned, 2);
+	assert_int_equal(c->rows_owned[RECON_SIDE_UPSTREAM], 2);
+	assert_int_equal(c->rows_other[RECON_SIDE_UPSTREAM], 4);
+	assert_int_equal(c->classes[RECON_CLASS_MISSING], 2);
+}
+
+/* Local-only keys by time + margin: [start - margin, end - margin) owned. */
+static void test_compare_window_local_edges(void **state)
+{
+	struct fixture *fx = *state;
+	const int64_t margin = fx->job->margin_ms;
+	const struct recon_compare_counts *c;
+	size_t n;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	local(fx, "L_FIRST", RECON_ST_SUCCESS, 100, DAY_START - margin);
+	local(fx, "L_LAST", RECON_ST_SUCCESS, 100, DAY_END - margin - 1);
+	local(fx, "L_NEXT", RECON_ST_SUCCESS, 100, DAY_END - margin); /* waits for tomorrow */
+	local(fx, "L_PREV", RECON_ST_SUCCESS, 100, DAY_START - margin - 1);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "L_FIRST"), RECON_CLASS_EXTRA);
+	assert_int_equal(klass(fx, "L_LAST"), RECON_CLASS_EXTRA);
+	assert_int_equal(klass(fx, "L_NEXT"), -1);
+	assert_int_equal(klass(fx, "L_PREV"), -1);
+	c = recon_compare_counts(fx->cmp);
+	assert_int_equal(c->keys_owned, 2);
+	assert_int_equal(c->rows_other[RECON_SIDE_LOCAL], 2);
+	d = recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 2);
+	assert_memory_equal(d[0].key, "L_FIRST", 7);
+	assert_memory_equal(d[1].key, "L_LAST", 6);
+}
+
+/* A key seen on both sides follows the upstream rule, whatever the local time. */
+static void test_compare_window_upstream_rule_wins(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, false);
+	up_plain(fx, "B1", RECON_ST_SUCCESS, 100, DAY_END - 1);
+	local(fx, "B1", RECON_ST_SUCCESS, 100, DAY_END - 2); /* local-only rule: tomorrow's */
+	up_plain(fx, "B2", RECON_ST_SUCCESS, 100, DAY_END + 1000);
+	local(fx, "B2", RECON_ST_SUCCESS, 100, DAY_END - HOUR); /* local-only rule: today's */
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "B1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "B2"), -1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->rows_other[0], 1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->rows_other[1], 1);
+}
+
+/* A statement upstream: every key it lists belongs to the window, whatever its time. */
+static void test_compare_statement_owns_every_upstream_key(void **state)
+{
+	struct fixture *fx = *state;
+
+	start(fx, true);
+	entry(fx, "ST1", RECON_ENTRY_PAYMENT, 100, DAY_END + 5 * MIN, "T1");
+	entry(fx, "ST2", RECON_ENTRY_PAYMENT, 100, DAY_START - 23 * HOUR, "T2");
+	entry(fx, "ST3", RECON_ENTRY_PAYMENT, 100, DAY_END, "T3");
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "ST1"), RECON_CLASS_MISSING);
+	assert_int_equal(klass(fx, "ST2"), RECON_CLASS_MISSING);
+	assert_int_equal(klass(fx, "ST3"), RECON_CLASS_MISSING);
+	assert_int_equal(recon_compare_counts(fx->cmp)->rows_other[0], 0);
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Copies n lookup keys into NUL-terminated strings, sorted, joined by ',' into buf. */
+static const char *lookup_list(struct fixture *fx, int side, char *buf, size_t size)
+{
+	const char **keys;
+	const uint32_t *lens;
+	size_t n = recon_compare_pending_lookups(fx->cmp, side, &keys, &lens);
+	char **copy = recon_xcalloc(n ? n : 1, sizeof(*copy));
+
+	for (size_t i = 0; i < n; i++)
+		copy[i] = recon_xstrndup(keys[i], lens[i]);
+	qsort(copy, n, sizeof(*copy), cmp_cstr);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strncat(buf, ",", size - strlen(buf) - 1);
+		strncat(buf, copy[i], size - strlen(buf) - 1);
+		free(copy[i]);
+	}
+	free(copy);
+	return buf;
+}
+
+/*
+ * Lookups: LOCAL lists owned upstream keys without a local row; UPSTREAM lists
+ * owned local-only success/refunded keys.
+ */
+static void test_compare_pending_lookups(void **state)
+{
+	struct fixture *fx = *state;
+	char buf[256];
+
+	start(fx, false);
+	up_plain(fx, "UP_ONLY", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	up_plain(fx, "UP_CLOSED", RECON_ST_CLOSED, 100, DAY_START + HOUR);
+	up_plain(fx, "UP_NEXT", RECON_ST_SUCCESS, 100, DAY_END); /* not owned */
+	up_plain(fx, "BOTH", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	local(fx, "BOTH", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	local(fx, "LO_PAID", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	local(fx, "LO_REFUNDED", RECON_ST_REFUNDED, 100, DAY_START + HOUR);
+	local(fx, "LO_PENDING", RECON_ST_PENDING, 100, DAY_START + HOUR);
+	local(fx, "LO_CLOSED", RECON_ST_CLOSED, 100, DAY_START + HOUR);
+	local(fx, "LO_NEXT", RECON_ST_SUCCESS, 100, DAY_END - 1); /* waits for tomorrow */
+	local(fx, "LO_DUP", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	local(fx, "LO_DUP", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	assert_string_equal(lookup_list(fx, RECON_SIDE_LOCAL, buf, sizeof(buf)),
+			    "UP_CLOSED,UP_ONLY");
+	assert_string_equal(lookup_list(fx, RECON_SIDE_UPSTREAM, buf, sizeof(buf)),
+			    "LO_PAID,LO_REFUNDED");
+
+	/* a lookup that finds the local row turns "missing" into matched */
+	add_row(fx, RECON_SIDE_LOCAL, "UP_ONLY", "CNY", 100, DAY_START - 30 * HOUR,
+		RECON_ST_SUCCESS, 0, NULL, RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+	assert_string_equal(lookup_list(fx, RECON_SIDE_LOCAL, buf, sizeof(buf)), "UP_CLOSED");
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "UP_ONLY"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "LO_PAID"), RECON_CLASS_EXTRA);
+}
+
+/* With a statement upstream, every statement key without a local row is looked up. */
+static void test_compare_pending_lookups_statement(void **state)
+{
+	struct fixture *fx = *state;
+	char buf[256];
+
+	start(fx, true);
+	entry(fx, "K_LATE", RECON_ENTRY_PAYMENT, 100, DAY_END + MIN, "T1");
+	entry(fx, "K_REFUND", RECON_ENTRY_REFUND, 100, DAY_START + HOUR, "R1");
+	entry(fx, "K_BOTH", RECON_ENTRY_PAYMENT, 100, DAY_START + HOUR, "T2");
+	local(fx, "K_BOTH", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
+	assert_string_equal(lookup_list(fx, RECON_SIDE_LOCAL, buf, sizeof(buf)), "K_LATE,K_REFUND");
+	assert_string_equal(lookup_list(fx, RECON_SIDE_UPSTREAM, buf, sizeof(buf)), "");
+}
+
+struct spec {
+	int side;
+	const char *key;
+	int64_t amount;
+	int status; /* local */
+	int entry;  /* upstream */
+	const char *id;
+};
+
+static const struct spec mixed[] = {
+    {RECON_SIDE_UPSTREAM, "b", 100, 0, RECON_ENTRY_PAYMENT, "T1"},
+    {RECON_SIDE_UPSTREAM, "B", 100, 0, RECON_ENTRY_PAYMENT, "T2"},
+    {RECON_SIDE_LOCAL, "B", 90, RECON_ST_SUCCESS, 0, NULL},
+    {RECON_SIDE_LOCAL, "a", 100, RECON_ST_SUCCESS, 0, NULL},
+    {RECON_SIDE_UPSTREAM, "A10", 100, 0, RECON_ENTRY_PAYMENT, "T3"},
+    {RECON_SIDE_UPSTREAM, "A9", 100, 0, RECON_ENTRY_PAYMENT, "T4"},
+    {RECON_SIDE_LOCAL, "A9", 100, RECON_ST_CLOSED, 0, NULL},
+    {RECON_SIDE_UPSTREAM, "A", 100, 0, RECON_ENTRY_PAYMENT, "T5"},
+    {RECON_SIDE_UPSTREAM, "A", 100, 0, RECON_ENTRY_PAYMENT, "T5"},
+    {RECON_SIDE_UPSTREAM, "A1", 100, 0, RECON_ENTRY_PAYMENT, "T6"},
+    {RECON_SIDE_LOCAL, "A1", 100, RECON_ST_SUCCESS, 0, NULL},
+    {RECON_SIDE_UPSTREAM, "A" SEP "2", 100, 0, RECON_ENTRY_PAYMENT, "T7"},
+    {RECON_SIDE_UPSTREAM, "\xe8\xae\xa2\xe5\x8d\x95", 100, 0, RECON_ENTRY_PAYMENT, "T8"},
+    {RECON_SIDE_UPSTREAM, "Z", 100, 0, RECON_ENTRY_PAYMENT, "T9"},
+    {RECON_SIDE_UPSTREAM, "Z", 100, 0, RECON_ENTRY_REFUND, "R9"},
+    {RECON_SIDE_LOCAL, "Z", 100, RECON_ST_SUCCESS, 0, NULL},
+};
+#define NMIXED (sizeof(mixed) / sizeof(mixed[0]))
+
+static void add_spec(struct fixture *fx, const struct spec *s)
+{
+	if (s->side == RECON_SIDE_UPSTREAM)
+		entry(fx, s->key, s->entry, s->amount, DAY_START + HOUR, s->id);
+	else
+		local(fx, s->key, s->status, s->amount, DAY_START + HOUR);
+}
+
+/* Differences come out in bytewise key order, whatever the order rows were added in. */
+static void test_compare_deterministic_order(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const want[] = {
+	    "A", "A" SEP "2", "A10", "A9", "B", "Z", "a", "b", "\xe8\xae\xa2\xe5\x8d\x95",
+	};
+	static const int want_class[] = {
+	    RECON_CLASS_DUPLICATE,	 RECON_CLASS_MISSING,	      RECON_CLASS_MISSING,
+	    RECON_CLASS_STATUS_MISMATCH, RECON_CLASS_AMOUNT_MISMATCH, RECON_CLASS_STATUS_MISMATCH,
+	    RECON_CLASS_EXTRA,		 RECON_CLASS_MISSING,	      RECON_CLASS_MISSING,
+	};
+	const size_t nwant = sizeof(want) / sizeof(want[0]);
+	struct recon_compare *forward;
+	const struct recon_diff *a, *b;
+	size_t na, nb;
+
+	start(fx, true);
+	for (size_t i = 0; i < NMIXED; i++)
+		add_spec(fx, &mixed[i]);
+	recon_compare_classify(fx->cmp);
+	a = recon_compare_diffs(fx->cmp, &na);
+	assert_int_equal(na, nwant);
+	for (size_t i = 0; i < na; i++) {
+		assert_int_equal(a[i].key_len, strlen(want[i]));
+		assert_memory_equal(a[i].key, want[i], a[i].key_len);
+		assert_int_equal(a[i].klass, want_class[i]);
+	}
+	assert_int_equal(klass(fx, "A1"), RECON_CLASS_MATCHED);
+
+	/* the same rows backwards, into a second compare: the same list, field by field */
+	forward = fx->cmp;
+	fx->cmp = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	for (size_t i = NMIXED; i-- > 0;)
+		add_spec(fx, &mixed[i]);
+	recon_compare_classify(fx->cmp);
+	b = recon_compare_diffs(fx->cmp, &nb);
+	assert_int_equal(nb, na);
+	for (size_t i = 0; i < nb; i++) {
+		assert_int_equal(b[i].key_len, a[i].key_len);
+		assert_memory_equal(b[i].key, a[i].key, a[i].key_len);
+		assert_int_equal(b[i].klass, a[i].klass);
+		assert_int_equal(b[i].up.present, a[i].up.present);
+		assert_int_equal(b[i].up.status, a[i].up.status);
+		assert_string_equal(b[i].up.currency, a[i].up.currency);
+		assert_int_equal(b[i].up.amount, a[i].up.amount);
+		assert_int_equal(b[i].up.refunded, a[i].up.refunded);
+		assert_int_equal(b[i].up.time, a[i].up.time);
+		assert_int_equal(b[i].up.rows, a[i].up.rows);
+		assert_int_equal(b[i].local.present, a[i].local.present);
+		assert_int_equal(b[i].local.status, a[i].local.status);
+		assert_int_equal(b[i].local.amount, a[i].local.amount);
+		assert_int_equal(b[i].local.time, a[i].local.time);
+		assert_int_equal(b[i].local.rows, a[i].local.rows);
+	}
+	assert_memory_equal(recon_compare_counts(fx->cmp), recon_compare_counts(forward),
+			    sizeof(struct recon_compare_counts));
+	recon_compare_free(forward);
+}
+
+/* classify twice gives the same counts (no accumulation). */
+static void test_compare_classify_idempotent(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_compare_counts c1;
+	size_t n1, n2;
+
+	start(fx, true);
+	for (size_t i = 0; i < NMIXED; i++)
+		add_spec(fx, &mixed[i]);
+	local(fx, "INFLIGHT", RECON_ST_PENDING, 100, DAY_END + 9 * HOUR - MIN);
+	entry(fx, "INFLIGHT", RECON_ENTRY_PAYMENT, 100, DAY_END - MIN, "TI");
+	recon_compare_classify(fx->cmp);
+	c1 = *recon_compare_counts(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n1);
+	recon_compare_classify(fx->cmp);
+	recon_compare_diffs(fx->cmp, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(&c1, recon_compare_counts(fx->cmp), sizeof(c1));
+	assert_int_equal(c1.in_flight, 1);
+}
+
+/* Many keys: the tables grow and every key keeps its class. */
+static void test_compare_many_keys(void **state)
+{
+	struct fixture *fx = *state;
+	char key[32];
+	size_t n;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	for (int i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "K%05d", i);
+		entry(fx, key, RECON_ENTRY_PAYMENT, 100 + i, DAY_START + i, NULL);
+		if (i % 3)
+			local(fx, key, RECON_ST_SUCCESS, 100 + i, DAY_START + i);
+	}
+	recon_compare_classify(fx->cmp);
+	d = recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 1667);
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 5000 - 1667);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "K%05zu", i * 3);
+		assert_int_equal(d[i].key_len, 6);
+		assert_memory_equal(d[i].key, key, 6);
+		assert_int_equal(d[i].klass, RECON_CLASS_MISSING);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_compare_class_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_missing_success, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_missing_refunded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_missing_not_for_unpaid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_extra, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_stuck, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_stuck_younger_is_in_flight, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_amount_mismatch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_amount_mismatch_currency, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_amount_mismatch_mixed_upstream_currency,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_amount_tolerance, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_status_mismatch_closed_vs_paid, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_status_mismatch_success_vs_refunded, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_duplicate_same_entry_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_duplicate_without_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_duplicate_local, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_matched, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_amount_wins_over_status, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_local_pending_without_upstream, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_partial_refund_is_success, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_full_refund_is_refunded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_over_refund_is_amount_mismatch, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_revoke_is_closed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_revoke_only_matches_local_closed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_refund_only_matches_local_refunded, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_refund_only_vs_local_success, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_refund_only_larger_than_local, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_two_partial_refunds_not_duplicates, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_window_upstream_edges, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_window_local_edges, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_window_upstream_rule_wins, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_statement_owns_every_upstream_key, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_pending_lookups, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_pending_lookups_statement, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_deterministic_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_classify_idempotent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_many_keys, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

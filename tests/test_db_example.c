@@ -1,0 +1,584 @@
+/*
+ * The example job (examples/basic) through every database kind: the same
+ * flow loaded into SQLite, PostgreSQL and MariaDB must give the same classes
+ * per key (same amounts, statuses and times; only origins differ), with the
+ * built recon binary ($RECON_BINARY) run as a user would:
+ * `run --job J --date 2024-01-16 --dry-run`, then `diff --job J --format jsonl`.
+ *
+ * Variants: the local flow in PostgreSQL and in MariaDB (each read by a login
+ * with SELECT on payment_flow only), and the provider statement loaded into a
+ * table serving as the upstream (PostgreSQL upstream with MariaDB local, and
+ * the reverse). Outages: a server that does not answer (with a password in
+ * the DSN) and a missing table end with exit 69, a failed run in the state
+ * store, no watermark, no heartbeat, and the password in no output.
+ *
+ * Needs RECON_TEST_PG_DSN, RECON_TEST_PG_RO_DSN, RECON_TEST_MYSQL_DSN,
+ * RECON_TEST_MYSQL_RO_DSN (tests/db/servers.sh); skipped without them,
+ * failed under CI=true.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <mysql.h>
+#include <sqlite3.h>
+
+#include "recon_dsn.h"
+#include "recon_err.h"
+
+#define DATE "2024-01-16"
+
+struct fx {
+	char dir[64];
+	const char *srcdir;
+	const char *binary;
+	json_t *baseline; /* the SQLite run's differences, origins removed */
+};
+
+static const char *env_or_skip(const char *var)
+{
+	const char *v = getenv(var);
+	const char *ci = getenv("CI");
+
+	if (v && *v)
+		return v;
+	if (ci && !strcmp(ci, "true"))
+		fail_msg("%s is not set under CI=true: start tests/db/servers.sh", var);
+	skip();
+	return NULL;
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		fail_msg("cannot open '%s'", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static char *src_path(struct fx *fx, const char *rel)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf), "%s/%s", fx->srcdir, rel);
+	return buf;
+}
+
+/* Runs a shell command; returns its exit status. */
+static int run(const char *fmt, ...) RECON_PRINTF(1, 2);
+static int run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	assert_true(st != -1 && WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int group_setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	fx->srcdir = getenv("RECON_SOURCE_DIR");
+	fx->binary = getenv("RECON_BINARY");
+	if (!fx->srcdir || !fx->binary) {
+		fprintf(stderr,
+			"RECON_SOURCE_DIR and RECON_BINARY must be set (ctest sets them)\n");
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/recon_dbex_XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	struct fx *fx = *state;
+	char cmd[256];
+
+	if (!getenv("RECON_KEEP_TMP")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cannot remove %s\n", fx->dir);
+	}
+	json_decref(fx->baseline);
+	free(fx);
+	mysql_library_end();
+	return 0;
+}
+
+/* ---- job files ---- */
+
+static json_t *example_job(struct fx *fx)
+{
+	json_error_t je;
+	json_t *job = json_load_file(src_path(fx, "examples/basic/job.json"), 0, &je);
+
+	if (!job)
+		fail_msg("examples/basic/job.json:%d: %s", je.line, je.text);
+	return job;
+}
+
+/* <dir>/<name>/ with statements/ copied in; returns the job path. */
+static const char *variant_dir(struct fx *fx, const char *name, char *job_path, size_t size)
+{
+	char d[256];
+
+	snprintf(d, sizeof(d), "%s/%s", fx->dir, name);
+	assert_int_equal(run("mkdir -p '%s/statements' && cp '%s' '%s/statements/'", d,
+			     src_path(fx, "examples/basic/statements/" DATE ".csv"), d),
+			 0);
+	snprintf(job_path, size, "%s/job.json", d);
+	return job_path;
+}
+
+static void save_job(json_t *job, const char *path)
+{
+	assert_int_equal(json_dump_file(job, path, JSON_INDENT(2) | JSON_SORT_KEYS), 0);
+	json_decref(job);
+}
+
+/* A database side with the example's local columns. */
+static json_t *db_local(const char *kind, const char *env)
+{
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "kind", kind, "dsn_env",
+			 env, "table", "payment_flow", "columns", "key", "out_trade_no",
+			 "amount_minor", "amount_cents", "currency", "currency", "status", "status",
+			 "time", "created_at");
+}
+
+/* The statement as a table, same columns and entry types as the CSV upstream. */
+static json_t *db_upstream(json_t *job, const char *kind, const char *env)
+{
+	json_t *up = json_deep_copy(json_object_get(job, "upstream"));
+
+	json_object_del(up, "path");
+	json_object_del(up, "delimiter");
+	json_object_del(up, "header");
+	json_object_set_new(up, "kind", json_string(kind));
+	json_object_set_new(up, "dsn_env", json_string(env));
+	json_object_set_new(up, "table", json_string("provider_statement"));
+	return up;
+}
+
+/* ---- running recon ---- */
+
+/* run --dry-run, then diff --format jsonl: the differences with origins removed. */
+static json_t *differences(struct fx *fx, const char *job)
+{
+	char out[600], err[600];
+	json_t *arr = json_array();
+	char *text, *line, *save = NULL;
+	int rc;
+
+	snprintf(out, sizeof(out), "%s.out", job);
+	snprintf(err, sizeof(err), "%s.err", job);
+	rc = run("'%s' run --job '%s' --date " DATE " --dry-run --quiet >'%s' 2>'%s'", fx->binary,
+		 job, out, err);
+	if (rc != 0) {
+		char *e = read_file(err);
+		fail_msg("recon run exited %d: %s", rc, e);
+	}
+	rc = run("'%s' diff --job '%s' --format jsonl >'%s' 2>'%s'", fx->binary, job, out, err);
+	if (rc != 0) {
+		char *e = read_file(err);
+		fail_msg("recon diff exited %d: %s", rc, e);
+	}
+	text = read_file(out);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_error_t je;
+		json_t *d = json_loads(line, 0, &je);
+		if (!d)
+			fail_msg("bad diff line '%s': %s", line, je.text);
+		for (const char *const *side = (const char *const[]){"upstream", "local", NULL};
+		     *side; side++)
+			if (json_is_object(json_object_get(d, *side)))
+				json_object_del(json_object_get(d, *side), "origin");
+		json_array_append_new(arr, d);
+	}
+	free(text);
+	return arr;
+}
+
+static void assert_same_as_sqlite(struct fx *fx, json_t *got, const char *variant)
+{
+	if (!json_equal(fx->baseline, got)) {
+		char *a = json_dumps(fx->baseline, JSON_INDENT(1) | JSON_SORT_KEYS);
+		char *b = json_dumps(got, JSON_INDENT(1) | JSON_SORT_KEYS);
+		print_message("sqlite:\n%s\n%s:\n%s\n", a, variant, b);
+		free(a);
+		free(b);
+		fail_msg("%s: the differences are not those of the SQLite flow", variant);
+	}
+	json_decref(got);
+}
+
+/* ---- loading the databases ---- */
+
+static void pg_exec(PGconn *c, const char *q)
+{
+	PGresult *r = PQexec(c, q);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		fail_msg("postgres: %s", PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+static MYSQL *my_connect(const char *dsn)
+{
+	struct recon_dsn_mysql d;
+	struct recon_err err;
+	MYSQL *m = mysql_init(NULL);
+
+	recon_dsn_mysql_init(&d);
+	recon_err_init(&err);
+	assert_int_equal(recon_dsn_mysql_parse(dsn, "RECON_TEST_MYSQL_DSN", &d, &err), 0);
+	if (!mysql_real_connect(m, d.host, d.user, d.password, d.db, d.port, d.socket,
+				CLIENT_MULTI_STATEMENTS))
+		fail_msg("mysql: %s", mysql_error(m));
+	recon_dsn_mysql_release(&d);
+	return m;
+}
+
+static void my_exec(MYSQL *m, const char *q)
+{
+	int st;
+
+	if (mysql_query(m, q))
+		fail_msg("mysql: %s", mysql_error(m));
+	do {
+		MYSQL_RES *r = mysql_store_result(m);
+		if (r)
+			mysql_free_result(r);
+		st = mysql_next_result(m);
+		if (st > 0)
+			fail_msg("mysql: %s", mysql_error(m));
+	} while (st == 0);
+}
+
+/* INSERTs for the statement CSV (no quoting in it; empty cells are NULL). */
+static char *statement_inserts(struct fx *fx)
+{
+	char *csv = read_file(src_path(fx, "examples/basic/statements/" DATE ".csv"));
+	size_t cap = strlen(csv) * 2 + 4096, len = 0;
+	char *out = malloc(cap), *line, *save = NULL;
+	bool header = true;
+
+	assert_non_null(out);
+	len += (size_t)snprintf(out + len, cap - len,
+				"INSERT INTO provider_statement (trade_time, transaction_id, "
+				"out_trade_no, entry_type, amount, refund_id, currency) VALUES ");
+	for (line = strtok_r(csv, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		const char *p = line;
+		if (header) {
+			header = false;
+			continue;
+		}
+		if (out[len - 1] == ')')
+			out[len++] = ',';
+		out[len++] = '(';
+		for (int col = 0; col < 7; col++) {
+			size_t n = strcspn(p, ",");
+			if (col)
+				out[len++] = ',';
+			if (n)
+				len += (size_t)snprintf(out + len, cap - len, "'%.*s'", (int)n, p);
+			else
+				len += (size_t)snprintf(out + len, cap - len, "NULL");
+			p += n + (p[n] == ',');
+		}
+		out[len++] = ')';
+		out[len] = '\0';
+	}
+	free(csv);
+	return out;
+}
+
+static void load_postgres(struct fx *fx, const char *dsn)
+{
+	PGconn *c = PQconnectdb(dsn);
+	char *ddl, *data, *ins;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS payment_flow, provider_statement");
+	ddl = read_file(src_path(fx, "sql/postgres/payment_flow.sql"));
+	data = read_file(src_path(fx, "examples/basic/flow.sql"));
+	pg_exec(c, ddl);
+	pg_exec(c, data);
+	pg_exec(c, "GRANT SELECT ON payment_flow TO recon_ro");
+	pg_exec(c, "CREATE TABLE provider_statement (id bigserial PRIMARY KEY, trade_time "
+		   "timestamp NOT NULL, transaction_id varchar(32), out_trade_no varchar(64), "
+		   "entry_type varchar(16) NOT NULL, amount numeric(18,2) NOT NULL, refund_id "
+		   "varchar(32), currency char(3) NOT NULL)");
+	pg_exec(c, "CREATE INDEX ON provider_statement (trade_time)");
+	ins = statement_inserts(fx);
+	pg_exec(c, ins);
+	free(ins);
+	free(ddl);
+	free(data);
+	PQfinish(c);
+}
+
+static void load_mysql(struct fx *fx, const char *dsn)
+{
+	MYSQL *m = my_connect(dsn);
+	char *ddl, *data, *ins;
+
+	my_exec(m, "DROP TABLE IF EXISTS payment_flow, provider_statement");
+	ddl = read_file(src_path(fx, "sql/mysql/payment_flow.sql"));
+	data = read_file(src_path(fx, "examples/basic/flow.sql"));
+	my_exec(m, ddl);
+	my_exec(m, data);
+	my_exec(m, "GRANT SELECT ON payment_flow TO 'recon_ro'@'%'");
+	my_exec(m, "GRANT SELECT ON payment_flow TO 'recon_ro'@'localhost'");
+	my_exec(m, "CREATE TABLE provider_statement (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+		   "trade_time DATETIME NOT NULL, transaction_id VARCHAR(32), out_trade_no "
+		   "VARCHAR(64), entry_type VARCHAR(16) NOT NULL, amount DECIMAL(18,2) NOT NULL, "
+		   "refund_id VARCHAR(32), currency CHAR(3) NOT NULL, KEY (trade_time)) "
+		   "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+	ins = statement_inserts(fx);
+	my_exec(m, ins);
+	free(ins);
+	free(ddl);
+	free(data);
+	mysql_close(m);
+}
+
+/* The SQLite run, computed once: the reference. */
+static void baseline(struct fx *fx)
+{
+	char job[512], db[600], *ddl, *data, *errmsg = NULL;
+	sqlite3 *s;
+	size_t classes = 0;
+	json_t *d;
+	size_t i;
+
+	if (fx->baseline)
+		return;
+	variant_dir(fx, "sqlite", job, sizeof(job));
+	snprintf(db, sizeof(db), "%s/sqlite/flow.db", fx->dir);
+	assert_int_equal(sqlite3_open(db, &s), SQLITE_OK);
+	ddl = read_file(src_path(fx, "sql/sqlite/payment_flow.sql"));
+	data = read_file(src_path(fx, "examples/basic/flow.sql"));
+	if (sqlite3_exec(s, ddl, NULL, NULL, &errmsg) != SQLITE_OK ||
+	    sqlite3_exec(s, data, NULL, NULL, &errmsg) != SQLITE_OK)
+		fail_msg("sqlite: %s", errmsg);
+	sqlite3_close(s);
+	free(ddl);
+	free(data);
+	save_job(example_job(fx), job);
+	fx->baseline = differences(fx, job);
+	/* the example shows one key of every class */
+	json_array_foreach(fx->baseline, i, d)
+	{
+		const char *c = json_string_value(json_object_get(d, "class"));
+		assert_non_null(c);
+		classes |= !strcmp(c, "missing") << 0 | !strcmp(c, "extra") << 1 |
+			   !strcmp(c, "stuck") << 2 | !strcmp(c, "amount_mismatch") << 3 |
+			   !strcmp(c, "status_mismatch") << 4 | !strcmp(c, "duplicate") << 5;
+	}
+	assert_int_equal(classes, 0x3f);
+}
+
+/* ---- tests ---- */
+
+static void test_db_example_local_postgres(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
+	char job[512];
+	json_t *j;
+
+	env_or_skip("RECON_TEST_PG_RO_DSN");
+	baseline(fx);
+	load_postgres(fx, dsn);
+	variant_dir(fx, "pg_local", job, sizeof(job));
+	j = example_job(fx);
+	/* the SELECT-only login reads the flow */
+	json_object_set_new(j, "local", db_local("postgres", "RECON_TEST_PG_RO_DSN"));
+	save_job(j, job);
+	assert_same_as_sqlite(fx, differences(fx, job), "postgres local");
+}
+
+static void test_db_example_local_mysql(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_MYSQL_DSN");
+	char job[512];
+	json_t *j;
+
+	env_or_skip("RECON_TEST_MYSQL_RO_DSN");
+	baseline(fx);
+	load_mysql(fx, dsn);
+	variant_dir(fx, "mysql_local", job, sizeof(job));
+	j = example_job(fx);
+	json_object_set_new(j, "local", db_local("mysql", "RECON_TEST_MYSQL_RO_DSN"));
+	save_job(j, job);
+	assert_same_as_sqlite(fx, differences(fx, job), "mysql local");
+}
+
+/* The statement in a database table, on the upstream side. */
+static void test_db_example_upstream_databases(void **state)
+{
+	struct fx *fx = *state;
+	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
+	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
+	char job[512];
+	json_t *j;
+
+	baseline(fx);
+	load_postgres(fx, pg);
+	load_mysql(fx, my);
+
+	variant_dir(fx, "pg_up_mysql_local", job, sizeof(job));
+	j = example_job(fx);
+	json_object_set_new(j, "upstream", db_upstream(j, "postgres", "RECON_TEST_PG_DSN"));
+	json_object_set_new(j, "local", db_local("mysql", "RECON_TEST_MYSQL_DSN"));
+	save_job(j, job);
+	assert_same_as_sqlite(fx, differences(fx, job), "postgres upstream, mysql local");
+
+	variant_dir(fx, "mysql_up_pg_local", job, sizeof(job));
+	j = example_job(fx);
+	json_object_set_new(j, "upstream", db_upstream(j, "mysql", "RECON_TEST_MYSQL_DSN"));
+	json_object_set_new(j, "local", db_local("postgres", "RECON_TEST_PG_DSN"));
+	save_job(j, job);
+	assert_same_as_sqlite(fx, differences(fx, job), "mysql upstream, postgres local");
+}
+
+/* grep -F secret in file: true when found. */
+static bool file_has(const char *path, const char *secret)
+{
+	char *t = read_file(path);
+	bool found = strstr(t, secret) != NULL;
+
+	free(t);
+	return found;
+}
+
+/* A run that cannot read its local database: exit 69, recorded, nothing moved. */
+static void outage(struct fx *fx, const char *name, const char *kind, const char *dsn,
+		   const char *table, const char *secret, const char *reason)
+{
+	char job[512], out[600], err[600], path[700];
+	json_t *j, *local;
+	sqlite3 *s;
+	sqlite3_stmt *st;
+	int rc;
+
+	variant_dir(fx, name, job, sizeof(job));
+	setenv("RECON_DBEX_OUTAGE_DSN", dsn, 1);
+	j = example_job(fx);
+	local = db_local(kind, "RECON_DBEX_OUTAGE_DSN");
+	json_object_set_new(local, "table", json_string(table));
+	json_object_set_new(j, "local", local);
+	save_job(j, job);
+	snprintf(out, sizeof(out), "%s.out", job);
+	snprintf(err, sizeof(err), "%s.err", job);
+	/* not a dry run: a success would move the watermark and write the heartbeat */
+	rc = run("'%s' run --job '%s' --date " DATE " >'%s' 2>'%s'", fx->binary, job, out, err);
+	{
+		char *e = read_file(err);
+		print_message("%s: exit %d: %s", name, rc, e);
+		if (reason && !strstr(e, reason))
+			fail_msg("stderr lacks '%s'", reason);
+		free(e);
+	}
+	assert_int_equal(rc, 69);
+	if (secret) {
+		assert_false(file_has(out, secret));
+		assert_false(file_has(err, secret));
+	}
+	rc = run("'%s' status --job '%s' --json >'%s' 2>'%s'", fx->binary, job, out, err);
+	if (secret) {
+		assert_false(file_has(out, secret));
+		assert_false(file_has(err, secret));
+	}
+	snprintf(path, sizeof(path), "%s/%s/state/recon.prom", fx->dir, name);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/%s/state/recon.db", fx->dir, name);
+	assert_int_equal(sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(s,
+					    "SELECT outcome, exit_code, coalesce(error, ''), "
+					    "(SELECT count(*) FROM watermarks) FROM runs",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "failed");
+	assert_int_equal(sqlite3_column_int(st, 1), 69);
+	if (secret)
+		assert_null(strstr((const char *)sqlite3_column_text(st, 2), secret));
+	assert_int_equal(sqlite3_column_int(st, 3), 0);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	sqlite3_close(s);
+	unsetenv("RECON_DBEX_OUTAGE_DSN");
+}
+
+static void test_db_example_outages(void **state)
+{
+	struct fx *fx = *state;
+	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
+	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
+
+	load_postgres(fx, pg);
+	load_mysql(fx, my);
+	/* nobody listens on port 1 */
+	outage(fx, "pg_down", "postgres",
+	       "postgresql://recon:Leak3dPgPw@127.0.0.1:1/recon_test?connect_timeout=3",
+	       "payment_flow", "Leak3dPgPw", "cannot connect");
+	outage(fx, "mysql_down", "mysql", "mysql://recon:Leak3dMyPw@127.0.0.1:1/recon_test",
+	       "payment_flow", "Leak3dMyPw", "cannot connect");
+	outage(fx, "pg_no_table", "postgres", pg, "no_such_flow", "pg-owner-pw", "no_such_flow");
+	outage(fx, "mysql_no_table", "mysql", my, "no_such_flow", "my-owner-pw", "no_such_flow");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_db_example_local_postgres),
+	    cmocka_unit_test(test_db_example_local_mysql),
+	    cmocka_unit_test(test_db_example_upstream_databases),
+	    cmocka_unit_test(test_db_example_outages),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

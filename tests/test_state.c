@@ -1,0 +1,822 @@
+/*
+ * Tests for src/recon_state.c: the SQLite state store in a mkdtemp() folder:
+ * creation and migration, read-only opens, runs, rejects, the difference
+ * ledger (first/last seen, resolved when a later run owns the key and finds it
+ * matched, untouched by dry runs), the never-backwards watermark, and the
+ * per-job flock(2) run lock (held, released, and released by a killed holder).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h> /* after the four above, which it needs */
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "recon_compare.h"
+#include "recon_err.h"
+#include "recon_mem.h"
+#include "recon_normalize.h"
+#include "recon_state.h"
+#include "recon_time.h"
+#include "support_jobs.h"
+
+#define HOUR RECON_MS_PER_HOUR
+#define MIN  RECON_MS_PER_MIN
+
+/* 2024-01-16 00:00 Asia/Shanghai, and the next day */
+#define D16 1705334400000LL
+#define D17 (D16 + RECON_MS_PER_DAY)
+
+struct fixture {
+	char dir[64];
+	char path[256]; /* <dir>/a/b/state.db: folders that do not exist yet */
+	struct recon_job *job;
+	struct recon_state *st;
+	struct recon_err err;
+};
+
+static void rmtree(const char *path)
+{
+	struct stat sb;
+	DIR *d;
+	struct dirent *de;
+	char p[512];
+
+	if (lstat(path, &sb) < 0)
+		return;
+	if (!S_ISDIR(sb.st_mode)) {
+		unlink(path);
+		return;
+	}
+	d = opendir(path);
+	while (d && (de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+		rmtree(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = recon_xcalloc(1, sizeof(*fx));
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/recon_state_XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/a/b/state.db", fx->dir);
+	fx->job = support_job_new();
+	recon_err_init(&fx->err);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	recon_state_close(fx->st);
+	recon_job_free(fx->job);
+	rmtree(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static void fail_err(const char *what, const struct recon_err *err)
+{
+	char buf[512];
+
+	fail_msg("%s: %s", what, recon_err_str(err, buf, sizeof(buf)));
+}
+
+static struct recon_state *open_rw(struct fixture *fx)
+{
+	struct recon_err err;
+
+	recon_err_init(&err);
+	recon_state_close(fx->st);
+	fx->st = NULL;
+	if (recon_state_open(&fx->st, fx->path, true, &err) < 0)
+		fail_err("open", &err);
+	assert_non_null(fx->st);
+	return fx->st;
+}
+
+/* The first column of the first row of sql, as an integer (-1 for NULL, -2 for no row). */
+static int64_t q_int(struct recon_state *st, const char *sql)
+{
+	sqlite3_stmt *q = NULL;
+	int64_t v = -2;
+
+	if (sqlite3_prepare_v2(recon_state_db(st), sql, -1, &q, NULL) != SQLITE_OK)
+		fail_msg("prepare '%s': %s", sql, sqlite3_errmsg(recon_state_db(st)));
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_type(q, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+/* The first column of the first row as text into buf ("(null)" / "(none)"). */
+static const char *q_text(struct recon_state *st, const char *sql, char *buf, size_t size)
+{
+	sqlite3_stmt *q = NULL;
+
+	snprintf(buf, size, "(none)");
+	if (sqlite3_prepare_v2(recon_state_db(st), sql, -1, &q, NULL) != SQLITE_OK)
+		fail_msg("prepare '%s': %s", sql, sqlite3_errmsg(recon_state_db(st)));
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(q, 0);
+		snprintf(buf, size, "%s", t ? (const char *)t : "(null)");
+	}
+	sqlite3_finalize(q);
+	return buf;
+}
+
+static int64_t begin_run(struct fixture *fx, int64_t start, int64_t end, bool dry_run, int64_t now)
+{
+	struct recon_run_info info = {
+	    .job = fx->job->name,
+	    .mode = "t1",
+	    .window_start = start,
+	    .window_end = end,
+	    .business_date = "2024-01-16",
+	    .dry_run = dry_run,
+	    .started_at = now,
+	    .config_sha256 = "abc123",
+	};
+	struct recon_err err;
+	int64_t id = 0;
+
+	recon_err_init(&err);
+	if (recon_state_run_begin(fx->st, &info, &id, &err) < 0)
+		fail_err("run_begin", &err);
+	assert_true(id > 0);
+	return id;
+}
+
+/* ---- compares for the ledger tests -------------------------------------- */
+
+static void add(struct recon_compare *cmp, int side, const char *key, int64_t amount, int64_t t,
+		int status, int entry, unsigned flags)
+{
+	struct recon_arena *a = recon_compare_arena(cmp);
+	struct recon_row row;
+
+	memset(&row, 0, sizeof(row));
+	row.key = recon_arena_strndup(a, key, strlen(key));
+	row.key_len = (uint32_t)strlen(key);
+	memcpy(row.currency, "CNY", 4);
+	row.amount = amount;
+	row.time = t;
+	row.status = (uint8_t)status;
+	row.entry = (uint8_t)entry;
+	row.flags = (uint8_t)flags;
+	recon_compare_add(cmp, side, &row);
+}
+
+static void up_entry(struct recon_compare *cmp, const char *key, int type, int64_t amount,
+		     int64_t t)
+{
+	add(cmp, RECON_SIDE_UPSTREAM, key, amount, t, 0, type, 0);
+}
+
+static void local(struct recon_compare *cmp, const char *key, int status, int64_t amount, int64_t t)
+{
+	add(cmp, RECON_SIDE_LOCAL, key, amount, t, status, 0,
+	    RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+}
+
+static struct recon_compare *new_cmp(struct fixture *fx, int y, unsigned m, unsigned d,
+				     struct recon_window *win)
+{
+	support_window_day(fx->job, y, m, d, win);
+	return recon_compare_new(fx->job, win, win->end + 9 * HOUR, true);
+}
+
+/* Records cmp's differences for run_id (json: "{run,key,class}"); returns resolved. */
+static uint64_t record(struct fixture *fx, struct recon_compare *cmp, int64_t run_id, int64_t now,
+		       bool ledger)
+{
+	const struct recon_diff *d;
+	size_t n;
+	char **json;
+	uint64_t resolved = 99;
+	struct recon_err err;
+
+	recon_compare_classify(cmp);
+	d = recon_compare_diffs(cmp, &n);
+	json = recon_xcalloc(n ? n : 1, sizeof(*json));
+	for (size_t i = 0; i < n; i++) {
+		json[i] = recon_xmalloc(64 + d[i].key_len);
+		snprintf(json[i], 64 + d[i].key_len,
+			 "{\"run\":%lld,\"key\":\"%.*s\",\"class\":\"%s\"}", (long long)run_id,
+			 (int)d[i].key_len, d[i].key, recon_class_name(d[i].klass));
+	}
+	recon_err_init(&err);
+	if (recon_state_record_diffs(fx->st, fx->job->name, run_id, now, d, json, n, cmp, ledger,
+				     &resolved, &err) < 0)
+		fail_err("record_diffs", &err);
+	for (size_t i = 0; i < n; i++)
+		free(json[i]);
+	free(json);
+	return resolved;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+/* A writable open creates the folders and the file, and migrates to version 1. */
+static void test_state_open_creates_and_migrates(void **state)
+{
+	struct fixture *fx = *state;
+	struct stat sb;
+	char buf[64];
+
+	assert_int_equal(stat(fx->path, &sb), -1);
+	open_rw(fx);
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 1);
+	assert_string_equal(q_text(fx->st, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
+	for (const char *const *t =
+		 (const char *const[]){"runs", "run_differences", "differences", "rejects",
+				       "watermarks", "heartbeats", NULL};
+	     *t; t++) {
+		char sql[128];
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'",
+			 *t);
+		if (q_int(fx->st, sql) != 1)
+			fail_msg("table '%s' missing", *t);
+	}
+}
+
+/* Reopening migrates nothing twice and keeps the data. */
+static void test_state_reopen_idempotent(void **state)
+{
+	struct fixture *fx = *state;
+	int64_t id;
+
+	open_rw(fx);
+	id = begin_run(fx, D16, D17, false, D17 + HOUR);
+	open_rw(fx);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM runs"), 1);
+	open_rw(fx);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 1);
+	assert_int_equal(begin_run(fx, D16, D17, false, D17 + HOUR), id + 1);
+}
+
+/* A read-only open of a missing store is RECON_ENOTFOUND and creates nothing. */
+static void test_state_readonly_missing(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_state *st = (struct recon_state *)1;
+	struct stat sb;
+	char dir[300];
+
+	assert_int_equal(recon_state_open(&st, fx->path, false, &fx->err), RECON_ENOTFOUND);
+	assert_null(st);
+	assert_int_equal(fx->err.code, RECON_ENOTFOUND);
+	assert_non_null(strstr(fx->err.msg, "does not exist"));
+	assert_int_equal(stat(fx->path, &sb), -1);
+	snprintf(dir, sizeof(dir), "%s/a", fx->dir);
+	assert_int_equal(stat(dir, &sb), -1);
+
+	/* once created, a read-only open works */
+	open_rw(fx);
+	begin_run(fx, D16, D17, false, D17);
+	recon_state_close(fx->st);
+	fx->st = NULL;
+	recon_err_init(&fx->err);
+	assert_int_equal(recon_state_open(&fx->st, fx->path, false, &fx->err), 0);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM runs"), 1);
+}
+
+/* A read-only open of some other SQLite file is refused. */
+static void test_state_readonly_not_a_store(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_state *st = NULL;
+	char other[300];
+	sqlite3 *db = NULL;
+
+	snprintf(other, sizeof(other), "%s/other.db", fx->dir);
+	assert_int_equal(sqlite3_open(other, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(recon_state_open(&st, other, false, &fx->err), RECON_EIO);
+	assert_null(st);
+	assert_non_null(strstr(fx->err.msg, "not a recon state store"));
+}
+
+/* A store from a newer recon is refused, not downgraded. */
+static void test_state_newer_schema_refused(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_state *st = NULL;
+
+	open_rw(fx);
+	assert_int_equal(
+	    sqlite3_exec(recon_state_db(fx->st), "PRAGMA user_version = 99", NULL, NULL, NULL),
+	    SQLITE_OK);
+	recon_state_close(fx->st);
+	fx->st = NULL;
+	assert_int_equal(recon_state_open(&st, fx->path, true, &fx->err), RECON_EIO);
+	assert_null(st);
+	assert_non_null(strstr(fx->err.msg, "newer than this recon"));
+}
+
+/* A folder that cannot be created is an I/O error naming it. */
+static void test_state_open_bad_folder(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_state *st = NULL;
+	char file[300], path[400];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/plainfile", fx->dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/sub/state.db", file);
+	assert_int_equal(recon_state_open(&st, path, true, &fx->err), RECON_EIO);
+	assert_null(st);
+	assert_non_null(strstr(fx->err.msg, "cannot create"));
+}
+
+/* run_begin records a running run; run_finish its outcome and counts. */
+static void test_state_run_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_run_result res = {0};
+	char buf[128], sql[256];
+	int64_t id;
+
+	open_rw(fx);
+	id = begin_run(fx, D16, D17, true, D17 + HOUR);
+	snprintf(sql, sizeof(sql), "SELECT outcome FROM runs WHERE id = %lld", (long long)id);
+	assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), "running");
+	assert_int_equal(q_int(fx->st, "SELECT dry_run FROM runs"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT window_start_ms FROM runs"), D16);
+	assert_int_equal(q_int(fx->st, "SELECT window_end_ms FROM runs"), D17);
+	assert_int_equal(q_int(fx->st, "SELECT started_at_ms FROM runs"), D17 + HOUR);
+	assert_int_equal(q_int(fx->st, "SELECT finished_at_ms FROM runs"), -1);
+	assert_string_equal(q_text(fx->st, "SELECT business_date FROM runs", buf, sizeof(buf)),
+			    "2024-01-16");
+	assert_string_equal(q_text(fx->st, "SELECT config_sha256 FROM runs", buf, sizeof(buf)),
+			    "abc123");
+
+	res.outcome = "success";
+	res.finished_at = D17 + HOUR + 1500;
+	res.rows_upstream = 10;
+	res.rows_local = 9;
+	res.rows_rejected = 1;
+	res.rows_skipped = 2;
+	res.rows_other = 3;
+	res.keys_compared = 8;
+	res.matched = 5;
+	res.in_flight = 1;
+	res.resolved = 4;
+	for (int c = 0; c < RECON_CLASS__COUNT; c++)
+		res.classes[c] = (uint64_t)(c + 1) * 11;
+	res.upstream_sha256 = "ffee";
+	assert_int_equal(recon_state_run_finish(fx->st, id, &res, &fx->err), 0);
+	assert_int_equal(fx->err.code, 0);
+	assert_string_equal(q_text(fx->st, "SELECT outcome FROM runs", buf, sizeof(buf)),
+			    "success");
+	assert_int_equal(q_int(fx->st, "SELECT exit_code FROM runs"), 0);
+	assert_int_equal(q_int(fx->st, "SELECT error FROM runs"), -1);
+	assert_int_equal(q_int(fx->st, "SELECT finished_at_ms FROM runs"), D17 + HOUR + 1500);
+	assert_int_equal(q_int(fx->st, "SELECT rows_upstream + 100 * rows_local FROM runs"), 910);
+	assert_int_equal(q_int(fx->st, "SELECT rows_rejected FROM runs"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT rows_skipped FROM runs"), 2);
+	assert_int_equal(q_int(fx->st, "SELECT rows_other FROM runs"), 3);
+	assert_int_equal(q_int(fx->st, "SELECT keys_compared FROM runs"), 8);
+	assert_int_equal(q_int(fx->st, "SELECT matched FROM runs"), 5);
+	assert_int_equal(q_int(fx->st, "SELECT in_flight FROM runs"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT resolved FROM runs"), 4);
+	assert_int_equal(q_int(fx->st, "SELECT n_missing FROM runs"), 11);
+	assert_int_equal(q_int(fx->st, "SELECT n_extra FROM runs"), 22);
+	assert_int_equal(q_int(fx->st, "SELECT n_stuck FROM runs"), 33);
+	assert_int_equal(q_int(fx->st, "SELECT n_amount_mismatch FROM runs"), 44);
+	assert_int_equal(q_int(fx->st, "SELECT n_status_mismatch FROM runs"), 55);
+	assert_int_equal(q_int(fx->st, "SELECT n_duplicate FROM runs"), 66);
+	assert_string_equal(q_text(fx->st, "SELECT upstream_sha256 FROM runs", buf, sizeof(buf)),
+			    "ffee");
+	assert_int_equal(q_int(fx->st, "SELECT local_sha256 FROM runs"), -1);
+
+	/* a failed run keeps its exit code and message */
+	id = begin_run(fx, D16, D17, false, D17 + 2 * HOUR);
+	memset(&res, 0, sizeof(res));
+	res.outcome = "failed";
+	res.exit_code = 65;
+	res.error = "2 rows rejected";
+	res.finished_at = D17 + 2 * HOUR;
+	assert_int_equal(recon_state_run_finish(fx->st, id, &res, &fx->err), 0);
+	snprintf(sql, sizeof(sql), "SELECT error FROM runs WHERE id = %lld", (long long)id);
+	assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), "2 rows rejected");
+	snprintf(sql, sizeof(sql), "SELECT exit_code FROM runs WHERE id = %lld", (long long)id);
+	assert_int_equal(q_int(fx->st, sql), 65);
+}
+
+/* Rejects are stored with their run, side, origin, field, reason and raw text. */
+static void test_state_rejects(void **state)
+{
+	struct fixture *fx = *state;
+	const struct recon_reject rj[] = {
+	    {"upstream", "bill.csv:3", "amount", "junk", "a,b,c"},
+	    {"local", "payment_flow", "status", "unknown status 'X'", NULL},
+	};
+	char buf[128];
+	int64_t id;
+
+	open_rw(fx);
+	id = begin_run(fx, D16, D17, false, D17);
+	assert_int_equal(recon_state_add_rejects(fx->st, id, rj, 2, &fx->err), 0);
+	assert_int_equal(recon_state_add_rejects(fx->st, id, NULL, 0, &fx->err), 0);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM rejects"), 2);
+	assert_string_equal(
+	    q_text(fx->st,
+		   "SELECT origin || '|' || field || '|' || reason || '|' || raw FROM "
+		   "rejects WHERE side = 'upstream'",
+		   buf, sizeof(buf)),
+	    "bill.csv:3|amount|junk|a,b,c");
+	assert_int_equal(q_int(fx->st, "SELECT raw FROM rejects WHERE side = 'local'"), -1);
+	assert_int_equal(fx->err.code, 0);
+}
+
+/* Two runs finding the same difference: first_seen stays, last_seen moves. */
+static void test_state_ledger_first_last_seen(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_window win;
+	struct recon_compare *cmp;
+	int64_t r1, r2;
+	char buf[256];
+
+	open_rw(fx);
+	r1 = begin_run(fx, D16, D17, false, D17 + HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	local(cmp, "E1", RECON_ST_SUCCESS, 700, D16 + HOUR);
+	up_entry(cmp, "M1", RECON_ENTRY_PAYMENT, 1000, D16 + 2 * HOUR);
+	assert_int_equal(record(fx, cmp, r1, D17 + HOUR, true), 0);
+	recon_compare_free(cmp);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 2);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM run_differences"), 2);
+
+	r2 = begin_run(fx, D16, D17, false, D17 + 2 * HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	local(cmp, "E1", RECON_ST_SUCCESS, 700, D16 + HOUR);
+	up_entry(cmp, "M1", RECON_ENTRY_PAYMENT, 1000, D16 + 2 * HOUR);
+	assert_int_equal(record(fx, cmp, r2, D17 + 2 * HOUR, true), 0);
+	recon_compare_free(cmp);
+
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 2);
+	assert_int_equal(q_int(fx->st, "SELECT first_seen_run FROM differences WHERE key = 'E1'"),
+			 r1);
+	assert_int_equal(q_int(fx->st, "SELECT last_seen_run FROM differences WHERE key = 'E1'"),
+			 r2);
+	assert_int_equal(q_int(fx->st, "SELECT first_seen_at_ms FROM differences WHERE key = 'E1'"),
+			 D17 + HOUR);
+	assert_int_equal(q_int(fx->st, "SELECT last_seen_at_ms FROM differences WHERE key = 'E1'"),
+			 D17 + 2 * HOUR);
+	assert_int_equal(q_int(fx->st, "SELECT class = 'extra' FROM differences WHERE key = 'E1'"),
+			 1);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences WHERE resolved_run IS "
+				       "NOT NULL OR resolved_at_ms IS NOT NULL"),
+			 0);
+	snprintf(buf, sizeof(buf), "{\"run\":%lld,\"key\":\"M1\",\"class\":\"missing\"}",
+		 (long long)r2);
+	{
+		char got[256];
+		assert_string_equal(q_text(fx->st, "SELECT json FROM differences WHERE key = 'M1'",
+					   got, sizeof(got)),
+				    buf);
+	}
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM run_differences"), 4);
+}
+
+/*
+ * A difference of run 1 whose key the run-2 window owns and finds matched is
+ * resolved by run 2; one that changed class too; a key the run-2 window does
+ * not own stays open, even when run 2 saw it matched.
+ */
+static void test_state_resolved_when_matched_later(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_window win;
+	struct recon_compare *cmp;
+	int64_t r1, r2, r3;
+	uint64_t resolved;
+
+	open_rw(fx);
+	/* run 1, 2024-01-16: three keys missing, one extra */
+	r1 = begin_run(fx, D16, D17, false, D17 + HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	up_entry(cmp, "K1", RECON_ENTRY_PAYMENT, 1000, D16 + 10 * HOUR);
+	up_entry(cmp, "K2", RECON_ENTRY_PAYMENT, 500, D16 + 22 * HOUR);
+	up_entry(cmp, "K4", RECON_ENTRY_PAYMENT, 1000, D16 + 11 * HOUR);
+	local(cmp, "K3", RECON_ST_SUCCESS, 700, D16 + 12 * HOUR);
+	assert_int_equal(record(fx, cmp, r1, D17 + HOUR, true), 0);
+	recon_compare_free(cmp);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 4);
+
+	/* run 2, 2024-01-17: its statement lists refunds of K1 and K4; the lookup finds them */
+	r2 = begin_run(fx, D17, D17 + RECON_MS_PER_DAY, false, D17 + 25 * HOUR);
+	cmp = new_cmp(fx, 2024, 1, 17, &win);
+	up_entry(cmp, "K1", RECON_ENTRY_REFUND, 1000, D17 + 9 * HOUR);
+	local(cmp, "K1", RECON_ST_REFUNDED, 1000, D16 + 10 * HOUR);
+	up_entry(cmp, "K4", RECON_ENTRY_REFUND, 1000, D17 + 9 * HOUR);
+	local(cmp, "K4", RECON_ST_REFUNDED, 900, D16 + 11 * HOUR);
+	/* K2's local row, read through the margin: owned by 2024-01-16, not by this window */
+	local(cmp, "K2", RECON_ST_SUCCESS, 500, D17 - 15 * MIN);
+	resolved = record(fx, cmp, r2, D17 + 25 * HOUR, true);
+	assert_int_equal(recon_compare_key_class(cmp, "K1", 2), RECON_CLASS_MATCHED);
+	assert_int_equal(recon_compare_key_class(cmp, "K2", 2), -1);
+	assert_int_equal(recon_compare_key_class(cmp, "K4", 2), RECON_CLASS_AMOUNT_MISMATCH);
+	recon_compare_free(cmp);
+
+	assert_int_equal(resolved, 2);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K1'"),
+			 r2);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_at_ms FROM differences WHERE key = 'K1'"),
+			 D17 + 25 * HOUR);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K2'"),
+			 -1);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K3'"),
+			 -1);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K4' AND "
+				       "class = 'missing'"),
+			 r2);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K4' AND "
+				       "class = 'amount_mismatch'"),
+			 -1);
+	assert_int_equal(q_int(fx->st, "SELECT first_seen_run FROM differences WHERE key = 'K4' "
+				       "AND class = 'amount_mismatch'"),
+			 r2);
+
+	/* run 3, a rerun of 2024-01-16 that finds K1 missing again: the entry reopens */
+	r3 = begin_run(fx, D16, D17, false, D17 + 26 * HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	up_entry(cmp, "K1", RECON_ENTRY_PAYMENT, 1000, D16 + 10 * HOUR);
+	up_entry(cmp, "K2", RECON_ENTRY_PAYMENT, 500, D16 + 22 * HOUR);
+	local(cmp, "K2", RECON_ST_SUCCESS, 500, D17 - 15 * MIN);
+	resolved = record(fx, cmp, r3, D17 + 26 * HOUR, true);
+	recon_compare_free(cmp);
+	/* K2 now matched in its own window: resolved; K3 absent from the rerun: open */
+	assert_int_equal(resolved, 1);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K1' AND "
+				       "class = 'missing'"),
+			 -1);
+	assert_int_equal(q_int(fx->st, "SELECT last_seen_run FROM differences WHERE key = 'K1' AND "
+				       "class = 'missing'"),
+			 r3);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K2'"),
+			 r3);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K3'"),
+			 -1);
+}
+
+/* Many open differences resolved by one run: every one of them, exactly once. */
+static void test_state_resolves_many(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_window win;
+	struct recon_compare *cmp;
+	char key[16], sql[256];
+	int64_t r1, r2;
+	const int n = 500;
+
+	open_rw(fx);
+	r1 = begin_run(fx, D16, D17, false, D17 + HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "K%04d", i);
+		up_entry(cmp, key, RECON_ENTRY_PAYMENT, 100, D16 + i * 1000);
+	}
+	assert_int_equal(record(fx, cmp, r1, D17 + HOUR, true), 0);
+	recon_compare_free(cmp);
+
+	r2 = begin_run(fx, D16, D17, false, D17 + 2 * HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "K%04d", i);
+		up_entry(cmp, key, RECON_ENTRY_PAYMENT, 100, D16 + i * 1000);
+		local(cmp, key, RECON_ST_SUCCESS, 100, D16 + i * 1000);
+	}
+	assert_int_equal(record(fx, cmp, r2, D17 + 2 * HOUR, true), n);
+	recon_compare_free(cmp);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM differences WHERE resolved_run = %lld AND resolved_at_ms = "
+		 "%lld",
+		 (long long)r2, (long long)(D17 + 2 * HOUR));
+	assert_int_equal(q_int(fx->st, sql), n);
+}
+
+/* A dry run stores its differences per run, but leaves the ledger alone. */
+static void test_state_dry_run_leaves_ledger(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_window win;
+	struct recon_compare *cmp;
+	int64_t r1, r2;
+	char sql[128];
+
+	open_rw(fx);
+	r1 = begin_run(fx, D16, D17, false, D17 + HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	up_entry(cmp, "K1", RECON_ENTRY_PAYMENT, 1000, D16 + HOUR);
+	assert_int_equal(record(fx, cmp, r1, D17 + HOUR, true), 0);
+	recon_compare_free(cmp);
+
+	/* dry run: K1 now matched, E1 a new extra */
+	r2 = begin_run(fx, D16, D17, true, D17 + 2 * HOUR);
+	cmp = new_cmp(fx, 2024, 1, 16, &win);
+	up_entry(cmp, "K1", RECON_ENTRY_PAYMENT, 1000, D16 + HOUR);
+	local(cmp, "K1", RECON_ST_SUCCESS, 1000, D16 + HOUR);
+	local(cmp, "E1", RECON_ST_SUCCESS, 700, D16 + HOUR);
+	assert_int_equal(record(fx, cmp, r2, D17 + 2 * HOUR, false), 0);
+	recon_compare_free(cmp);
+
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K1'"),
+			 -1);
+	assert_int_equal(q_int(fx->st, "SELECT last_seen_run FROM differences WHERE key = 'K1'"),
+			 r1);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM run_differences WHERE run_id = %lld AND key = 'E1' AND "
+		 "class = 'extra'",
+		 (long long)r2);
+	assert_int_equal(q_int(fx->st, sql), 1);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM run_differences WHERE run_id = %lld",
+		 (long long)r2);
+	assert_int_equal(q_int(fx->st, sql), 1);
+}
+
+/* The watermark: none at first, then only forwards; per (job, mode). */
+static void test_state_watermark_never_backwards(void **state)
+{
+	struct fixture *fx = *state;
+	int64_t until = 12345, r1, r2, r3;
+
+	open_rw(fx);
+	assert_int_equal(recon_state_watermark_get(fx->st, "test_job", "t1", &until, &fx->err),
+			 RECON_ENOTFOUND);
+	assert_int_equal(until, 12345);
+
+	r1 = begin_run(fx, D16, D17, false, D17 + HOUR);
+	assert_int_equal(
+	    recon_state_success(fx->st, "test_job", "t1", D17, r1, D17 + HOUR, 1500, &fx->err), 0);
+	assert_int_equal(recon_state_watermark_get(fx->st, "test_job", "t1", &until, &fx->err), 0);
+	assert_int_equal(until, D17);
+
+	/* a rerun of an earlier day succeeds, but the watermark stays */
+	r2 = begin_run(fx, D16 - RECON_MS_PER_DAY, D16, false, D17 + 2 * HOUR);
+	assert_int_equal(
+	    recon_state_success(fx->st, "test_job", "t1", D16, r2, D17 + 2 * HOUR, 900, &fx->err),
+	    0);
+	assert_int_equal(recon_state_watermark_get(fx->st, "test_job", "t1", &until, &fx->err), 0);
+	assert_int_equal(until, D17);
+	assert_int_equal(q_int(fx->st, "SELECT run_id FROM watermarks"), r1);
+	/* the heartbeat still says when the last success was */
+	assert_int_equal(q_int(fx->st, "SELECT last_success_ms FROM heartbeats"), D17 + 2 * HOUR);
+	assert_int_equal(q_int(fx->st, "SELECT run_id FROM heartbeats"), r2);
+
+	r3 = begin_run(fx, D17, D17 + RECON_MS_PER_DAY, false, D17 + 25 * HOUR);
+	assert_int_equal(recon_state_success(fx->st, "test_job", "t1", D17 + RECON_MS_PER_DAY, r3,
+					     D17 + 25 * HOUR, 900, &fx->err),
+			 0);
+	assert_int_equal(recon_state_watermark_get(fx->st, "test_job", "t1", &until, &fx->err), 0);
+	assert_int_equal(until, D17 + RECON_MS_PER_DAY);
+	assert_int_equal(q_int(fx->st, "SELECT run_id FROM watermarks"), r3);
+
+	/* another mode, another job: their own watermarks */
+	assert_int_equal(recon_state_watermark_get(fx->st, "test_job", "hot", &until, &fx->err),
+			 RECON_ENOTFOUND);
+	assert_int_equal(recon_state_watermark_get(fx->st, "other", "t1", &until, &fx->err),
+			 RECON_ENOTFOUND);
+	assert_int_equal(fx->err.code, 0);
+}
+
+/* Two locks of one job from two open files (one process) conflict; unlock frees it. */
+static void test_state_lock_conflict(void **state)
+{
+	struct fixture *fx = *state;
+	int fd1 = -1, fd2 = -1, fd3 = -1;
+	char want[64];
+
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17, &fd1, &fx->err), 0);
+	assert_true(fd1 >= 0);
+	assert_int_equal(fx->err.code, 0);
+
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 1000, &fd2, &fx->err),
+			 RECON_ELOCKED);
+	assert_int_equal(fd2, -1);
+	assert_int_equal(fx->err.code, RECON_ELOCKED);
+	assert_non_null(strstr(fx->err.msg, "job 'test_job' is already running (pid "));
+	snprintf(want, sizeof(want), "(pid %lld, since 2024-01-16T16:00:00.000Z)",
+		 (long long)getpid());
+	if (!strstr(fx->err.msg, want))
+		fail_msg("'%s' does not contain '%s'", fx->err.msg, want);
+
+	/* another job's lock is independent */
+	recon_err_init(&fx->err);
+	assert_int_equal(recon_state_lock(fx->path, "other_job", D17, &fd3, &fx->err), 0);
+	recon_state_unlock(fd3);
+
+	recon_state_unlock(fd1);
+	recon_err_init(&fx->err);
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 2000, &fd2, &fx->err), 0);
+	assert_true(fd2 >= 0);
+	recon_state_unlock(fd2);
+	recon_state_unlock(-1); /* harmless */
+}
+
+/* A lock held by a process that is killed does not block the next run. */
+static void test_state_lock_released_when_holder_dies(void **state)
+{
+	struct fixture *fx = *state;
+	int pfd[2], fd = -1, status = 0;
+	char c = 0, want[32];
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct recon_err err;
+		int cfd = -1;
+
+		close(pfd[0]);
+		recon_err_init(&err);
+		c = recon_state_lock(fx->path, "test_job", D17, &cfd, &err) == 0 ? 'L' : 'F';
+		if (write(pfd[1], &c, 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+	if (c != 'L') {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the child could not take the lock");
+	}
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17, &fd, &fx->err), RECON_ELOCKED);
+	snprintf(want, sizeof(want), "(pid %lld,", (long long)pid);
+	if (!strstr(fx->err.msg, want))
+		fail_msg("'%s' does not name the holder '%s'", fx->err.msg, want);
+
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+
+	recon_err_init(&fx->err);
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 1000, &fd, &fx->err), 0);
+	assert_true(fd >= 0);
+	recon_state_unlock(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_state_open_creates_and_migrates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_reopen_idempotent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_readonly_missing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_readonly_not_a_store, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_newer_schema_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_open_bad_folder, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_run_round_trip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_rejects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_ledger_first_last_seen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_resolved_when_matched_later, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_state_resolves_many, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_dry_run_leaves_ledger, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_watermark_never_backwards, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_lock_conflict, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_lock_released_when_holder_dies, setup,
+					    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
