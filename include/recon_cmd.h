@@ -15,7 +15,7 @@ int recon_cmd_check(int argc, char **argv);  /* check: monitoring-plugin exit co
 
 /* A tiny option parser shared by the commands (POSIX has no getopt_long). */
 struct recon_opt {
-	const char *name;  /* "job" for --job */
+	const char *name; /* "job" for --job */
 	bool takes_value;
 	const char **value; /* where the value goes (takes_value) */
 	bool *flag;	    /* set to true (flags) */

@@ -44,7 +44,7 @@ int recon_class_from_name(const char *name);
 /* One side's view of a key, as shown in a difference. */
 struct recon_side_view {
 	bool present;
-	uint8_t status;	  /* enum recon_status (upstream: folded) */
+	uint8_t status; /* enum recon_status (upstream: folded) */
 	char currency[4];
 	int64_t amount;	  /* upstream: paid (order amount); local: the row's amount */
 	int64_t refunded; /* upstream: sum of refunds */
@@ -62,12 +62,12 @@ struct recon_diff {
 };
 
 struct recon_compare_counts {
-	uint64_t keys_owned;	 /* keys this window classified */
-	uint64_t rows_owned[2];	 /* rows/entries of owned keys per side */
-	uint64_t rows_other[2];	 /* rows read for context but owned by a neighbouring window */
+	uint64_t keys_owned;	/* keys this window classified */
+	uint64_t rows_owned[2]; /* rows/entries of owned keys per side */
+	uint64_t rows_other[2]; /* rows read for context but owned by a neighbouring window */
 	uint64_t matched;
-	uint64_t in_flight;	 /* local pending younger than stuck_after, or upstream pending */
-	uint64_t keys_rejected;	 /* keys left unclassified because one of their rows was rejected */
+	uint64_t in_flight;	/* local pending younger than stuck_after, or upstream pending */
+	uint64_t keys_rejected; /* keys left unclassified because one of their rows was rejected */
 	uint64_t classes[RECON_CLASS__COUNT];
 };
 
@@ -80,9 +80,8 @@ struct recon_compare;
  * window's statement"); otherwise the first-entry-time rule applies.
  * Caller frees with recon_compare_free().
  */
-struct recon_compare *recon_compare_new(const struct recon_job *job,
-					const struct recon_window *win, int64_t now,
-					bool upstream_is_statement);
+struct recon_compare *recon_compare_new(const struct recon_job *job, const struct recon_window *win,
+					int64_t now, bool upstream_is_statement);
 void recon_compare_free(struct recon_compare *cmp);
 
 /* The arena normalized rows must be allocated in (borrowed, lives with cmp). */

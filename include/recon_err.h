@@ -14,10 +14,10 @@
 #include <stdarg.h>
 
 #if defined(__GNUC__) || defined(__clang__)
-#define RECON_MUSTCHECK	     __attribute__((warn_unused_result))
-#define RECON_PRINTF(f, a)   __attribute__((format(printf, f, a)))
-#define RECON_NORETURN	     __attribute__((noreturn))
-#define RECON_UNUSED	     __attribute__((unused))
+#define RECON_MUSTCHECK	   __attribute__((warn_unused_result))
+#define RECON_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define RECON_NORETURN	   __attribute__((noreturn))
+#define RECON_UNUSED	   __attribute__((unused))
 #else
 #define RECON_MUSTCHECK
 #define RECON_PRINTF(f, a)
@@ -55,8 +55,8 @@ void recon_err_init(struct recon_err *err);
  */
 int recon_err_set(struct recon_err *err, int code, const char *where, const char *fmt, ...)
     RECON_PRINTF(4, 5);
-int recon_err_setv(struct recon_err *err, int code, const char *where, const char *fmt,
-		   va_list ap) RECON_PRINTF(4, 0);
+int recon_err_setv(struct recon_err *err, int code, const char *where, const char *fmt, va_list ap)
+    RECON_PRINTF(4, 0);
 
 /* Formats "where: msg" (or "msg") into buf; returns buf. */
 const char *recon_err_str(const struct recon_err *err, char *buf, unsigned long size);

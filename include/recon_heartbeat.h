@@ -16,7 +16,7 @@
 struct recon_state;
 
 /* Rewrites `path` for job from the state store. RECON_EIO on failure. */
-RECON_MUSTCHECK int recon_heartbeat_write(struct recon_state *st, const char *job,
-					  const char *path, struct recon_err *err);
+RECON_MUSTCHECK int recon_heartbeat_write(struct recon_state *st, const char *job, const char *path,
+					  struct recon_err *err);
 
 #endif

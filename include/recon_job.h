@@ -87,17 +87,17 @@ int recon_map_get(const struct recon_map *m, const char *s, size_t len);
 /* Per-file checks against a statement's control totals (trailer/footer). */
 struct recon_totals_rule {
 	bool enabled;
-	char *label;	/* e.g. "总交易单数": the trailer header line starts with it */
-	/* further fields are added by the provider-format work */
+	char *label; /* e.g. "总交易单数": the trailer header line starts with it */
+		     /* further fields are added by the provider-format work */
 };
 
 struct recon_side {
-	const char *role;	/* "upstream" or "local" (static string) */
+	const char *role; /* "upstream" or "local" (static string) */
 	enum recon_kind kind;
-	char *path;	/* csv, sqlite: absolute or job-relative resolved; may hold {date} */
-	char *format;	/* csv: profile name, or NULL for inline configuration */
-	char *table;	/* sqlite, postgres, mysql: validated identifier */
-	char *dsn_env;	/* postgres, mysql: environment variable holding the DSN */
+	char *path;    /* csv, sqlite: absolute or job-relative resolved; may hold {date} */
+	char *format;  /* csv: profile name, or NULL for inline configuration */
+	char *table;   /* sqlite, postgres, mysql: validated identifier */
+	char *dsn_env; /* postgres, mysql: environment variable holding the DSN */
 	char *cols[RECON_COL__COUNT]; /* column name per role; NULL when not mapped */
 	unsigned nkey;		      /* number of key parts, >= 1 */
 	char *tz_name;		      /* how this side writes its timestamps */
@@ -109,20 +109,20 @@ struct recon_side {
 
 	/* CSV layout */
 	char delimiter;
-	char quote;	   /* 0: no quoting (WeChat) */
-	bool header;	   /* first data line (after skip_lines/comments) names the columns */
-	unsigned skip_lines; /* physical lines to drop before the header */
-	char *encoding;	     /* "UTF-8" (default) or an iconv name */
-	char *strip;	     /* guard characters stripped from both ends of cells ("`\t") */
+	char quote;		 /* 0: no quoting (WeChat) */
+	bool header;		 /* first data line (after skip_lines/comments) names the columns */
+	unsigned skip_lines;	 /* physical lines to drop before the header */
+	char *encoding;		 /* "UTF-8" (default) or an iconv name */
+	char *strip;		 /* guard characters stripped from both ends of cells ("`\t") */
 	char **comment_prefixes; /* NULL-terminated; lines starting with one are skipped */
-	char **stop_prefixes;	 /* NULL-terminated; the first line starting with one ends the data */
+	char **stop_prefixes; /* NULL-terminated; the first line starting with one ends the data */
 	struct recon_totals_rule totals;
 };
 
 struct recon_job {
-	char *name;	/* validated: [A-Za-z0-9_.-]{1,64} */
-	char *file;	/* the job file's path as given */
-	char *dir;	/* its folder: relative paths resolve here */
+	char *name; /* validated: [A-Za-z0-9_.-]{1,64} */
+	char *file; /* the job file's path as given */
+	char *dir;  /* its folder: relative paths resolve here */
 	char *tz_name;
 	struct recon_tz *tz; /* the business day's zone */
 	char currency[4];    /* ISO 4217, upper case */
@@ -138,12 +138,13 @@ struct recon_job {
 	int64_t hot_start;	 /* else: the start of today in the job's zone */
 	int64_t hot_max_windows; /* windows one invocation may catch up (default 12) */
 	int64_t t1_max_days;	 /* days one t1 invocation may catch up (default 31) */
-	int64_t check_max_lag_ms[2]; /* per mode (RECON_MODE_T1, _HOT): WARNING beyond, CRITICAL 2x */
+	int64_t
+	    check_max_lag_ms[2]; /* per mode (RECON_MODE_T1, _HOT): WARNING beyond, CRITICAL 2x */
 	int64_t check_max_age_ms[2];
-	int64_t max_rejects;	/* >= 0 */
+	int64_t max_rejects; /* >= 0 */
 	char *state_path;
 	char *heartbeat_path;
-	char *config_text;	/* the effective configuration, canonical JSON (for hashing) */
+	char *config_text; /* the effective configuration, canonical JSON (for hashing) */
 };
 
 /*

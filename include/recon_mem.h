@@ -29,9 +29,9 @@ void recon_grow(void **p, size_t *alloc, size_t need, size_t size);
 struct recon_arena_block;
 struct recon_arena {
 	struct recon_arena_block *head;
-	char *cur;	/* next free byte in head */
-	char *end;	/* end of head */
-	size_t total;	/* bytes obtained from the system */
+	char *cur;    /* next free byte in head */
+	char *end;    /* end of head */
+	size_t total; /* bytes obtained from the system */
 };
 
 void recon_arena_init(struct recon_arena *a);

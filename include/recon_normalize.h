@@ -31,8 +31,8 @@ struct recon_row {
 	uint8_t entry;	/* enum recon_entry */
 	uint8_t flags;
 	char currency[4];
-	int64_t amount; /* minor units; refunds positive */
-	int64_t time;	/* UTC ms */
+	int64_t amount;	      /* minor units; refunds positive */
+	int64_t time;	      /* UTC ms */
 	const char *entry_id; /* txn id / refund id (arena) or NULL */
 	uint32_t entry_id_len;
 	uint64_t line; /* origin line in files, 0 for databases */

@@ -38,10 +38,10 @@ struct recon_ctx {
 struct recon_run_summary {
 	int64_t run_id; /* 0 when the run could not even be recorded */
 	struct recon_window win;
-	uint64_t rows_read[2];	/* RECON_SIDE_*: every row read */
+	uint64_t rows_read[2]; /* RECON_SIDE_*: every row read */
 	uint64_t rows_rejected[2];
-	uint64_t rows_skipped;	/* keyless statement lines */
-	uint64_t lookups[2];	/* keys looked up on each side */
+	uint64_t rows_skipped; /* keyless statement lines */
+	uint64_t lookups[2];   /* keys looked up on each side */
 	struct recon_compare_counts counts;
 	uint64_t resolved;
 	int64_t duration_ms;
@@ -61,7 +61,7 @@ void recon_run_span_window(const struct recon_job *job, int64_t start, int64_t e
  * results), else the error (also in sum->error and the state store).
  */
 RECON_MUSTCHECK int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
-				     const struct recon_window *win,
-				     struct recon_run_summary *sum, struct recon_err *err);
+				     const struct recon_window *win, struct recon_run_summary *sum,
+				     struct recon_err *err);
 
 #endif

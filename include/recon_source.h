@@ -19,11 +19,11 @@
 
 /* The window a source is opened for. */
 struct recon_window {
-	int64_t start;	    /* [start, end): the keys this run owns (UTC ms) */
+	int64_t start; /* [start, end): the keys this run owns (UTC ms) */
 	int64_t end;
 	int64_t read_start; /* [read_start, read_end): what databases are asked for (margins) */
 	int64_t read_end;
-	int64_t day;	    /* business day (job zone) that names files: {date} */
+	int64_t day; /* business day (job zone) that names files: {date} */
 };
 
 /*
@@ -34,11 +34,11 @@ struct recon_window {
 struct recon_raw_row {
 	const char *val[RECON_COL__COUNT];
 	size_t len[RECON_COL__COUNT];
-	uint64_t line;	      /* files: 1-based line where the record starts; databases: 0 */
-	const char *raw;      /* files: the record's text when cheap to give (for rejects), or NULL */
+	uint64_t line;	 /* files: 1-based line where the record starts; databases: 0 */
+	const char *raw; /* files: the record's text when cheap to give (for rejects), or NULL */
 	size_t raw_len;
-	const char *reject;   /* set by the reader when the record itself is malformed
-				 (short row, bad encoding): the reason; the row is then a reject */
+	const char *reject; /* set by the reader when the record itself is malformed
+			       (short row, bad encoding): the reason; the row is then a reject */
 };
 
 struct recon_source;

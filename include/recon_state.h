@@ -35,8 +35,8 @@ void recon_state_close(struct recon_state *st);
  * "job 'X' is already running (pid N, since T)" when held. *fd is released by
  * recon_state_unlock().
  */
-RECON_MUSTCHECK int recon_state_lock(const char *state_path, const char *job, int64_t now,
-				     int *fd, struct recon_err *err);
+RECON_MUSTCHECK int recon_state_lock(const char *state_path, const char *job, int64_t now, int *fd,
+				     struct recon_err *err);
 void recon_state_unlock(int fd);
 
 /* What a run is, when it starts. */
@@ -62,9 +62,8 @@ struct recon_run_result {
 	const char *upstream_sha256, *local_sha256; /* NULL for databases */
 };
 
-RECON_MUSTCHECK int recon_state_run_begin(struct recon_state *st,
-					  const struct recon_run_info *info, int64_t *run_id,
-					  struct recon_err *err);
+RECON_MUSTCHECK int recon_state_run_begin(struct recon_state *st, const struct recon_run_info *info,
+					  int64_t *run_id, struct recon_err *err);
 RECON_MUSTCHECK int recon_state_run_finish(struct recon_state *st, int64_t run_id,
 					   const struct recon_run_result *res,
 					   struct recon_err *err);

@@ -42,7 +42,8 @@ int recon_opt_parse(int argc, char **argv, const struct recon_opt *opts, bool *h
 		} else if (i + 1 < argc) {
 			*o->value = argv[++i];
 		} else {
-			fprintf(stderr, "recon %s: option '--%s' needs a value\n", argv[0], o->name);
+			fprintf(stderr, "recon %s: option '--%s' needs a value\n", argv[0],
+				o->name);
 			return -1;
 		}
 	}

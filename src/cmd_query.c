@@ -28,10 +28,9 @@ static const char diff_usage[] =
     "completed). Classes: missing, extra, stuck, amount_mismatch, status_mismatch,\n"
     "duplicate.\n";
 
-static const char status_usage[] =
-    "usage: recon status --job FILE [--json] [--quiet]\n"
-    "\n"
-    "Shows the job's watermarks, last runs, and open differences.\n";
+static const char status_usage[] = "usage: recon status --job FILE [--json] [--quiet]\n"
+				   "\n"
+				   "Shows the job's watermarks, last runs, and open differences.\n";
 
 static int fail(const struct recon_err *err)
 {
@@ -102,9 +101,9 @@ int recon_cmd_diff(int argc, char **argv)
 	}
 	db = recon_state_db(st);
 	if (!run_id) {
-		if (sqlite3_prepare_v2(db,
-				       "SELECT max(id) FROM runs WHERE job = ? AND outcome = 'success'",
-				       -1, &q, NULL) != SQLITE_OK) {
+		if (sqlite3_prepare_v2(
+			db, "SELECT max(id) FROM runs WHERE job = ? AND outcome = 'success'", -1,
+			&q, NULL) != SQLITE_OK) {
 			code = db_fail(db, "cannot read runs");
 			goto out;
 		}
@@ -128,13 +127,15 @@ int recon_cmd_diff(int argc, char **argv)
 		sqlite3_bind_text(q, 2, job->name, -1, SQLITE_STATIC);
 		s = sqlite3_step(q);
 		if (s != SQLITE_ROW) {
-			recon_log(RECON_LOG_ERROR, "job '%s' has no run %" PRId64, job->name, run_id);
+			recon_log(RECON_LOG_ERROR, "job '%s' has no run %" PRId64, job->name,
+				  run_id);
 			code = 1;
 			goto out;
 		}
 		if (strcmp((const char *)sqlite3_column_text(q, 0), "success"))
-			recon_log(RECON_LOG_WARN, "run %" PRId64 " did not complete (%s): its "
-						  "differences may be partial",
+			recon_log(RECON_LOG_WARN,
+				  "run %" PRId64 " did not complete (%s): its "
+				  "differences may be partial",
 				  run_id, (const char *)sqlite3_column_text(q, 0));
 		sqlite3_finalize(q);
 		q = NULL;
@@ -257,7 +258,8 @@ int recon_cmd_status(int argc, char **argv)
 		json_object_set_new(last, "run_id", json_integer(sqlite3_column_int64(q, 3)));
 		json_object_set_new(last, "outcome",
 				    json_string((const char *)sqlite3_column_text(q, 4)));
-		json_object_set_new(last, "date", json_string((const char *)sqlite3_column_text(q, 5)));
+		json_object_set_new(last, "date",
+				    json_string((const char *)sqlite3_column_text(q, 5)));
 		fmt_time(sqlite3_column_int64(q, 6), t, sizeof(t));
 		json_object_set_new(last, "window_start", json_string(t));
 		fmt_time(sqlite3_column_int64(q, 7), t, sizeof(t));
@@ -267,10 +269,13 @@ int recon_cmd_status(int argc, char **argv)
 				    sqlite3_column_type(q, 9) == SQLITE_NULL
 					? json_null()
 					: json_string((const char *)sqlite3_column_text(q, 9)));
-		json_object_set_new(last, "rows_upstream", json_integer(sqlite3_column_int64(q, 10)));
+		json_object_set_new(last, "rows_upstream",
+				    json_integer(sqlite3_column_int64(q, 10)));
 		json_object_set_new(last, "rows_local", json_integer(sqlite3_column_int64(q, 11)));
-		json_object_set_new(last, "rows_rejected", json_integer(sqlite3_column_int64(q, 12)));
-		json_object_set_new(last, "rows_skipped", json_integer(sqlite3_column_int64(q, 13)));
+		json_object_set_new(last, "rows_rejected",
+				    json_integer(sqlite3_column_int64(q, 12)));
+		json_object_set_new(last, "rows_skipped",
+				    json_integer(sqlite3_column_int64(q, 13)));
 		json_object_set_new(last, "differences", json_integer(sqlite3_column_int64(q, 14)));
 		for (int i = 0; i < 3; i++) {
 			static const char *const names[] = {"upstream_sha256", "local_sha256",
@@ -315,7 +320,8 @@ int recon_cmd_status(int argc, char **argv)
 		const char *mode;
 		json_t *m;
 		printf("job        %s\nstate      %s\n", job->name, job->state_path);
-		json_object_foreach(modes, mode, m) {
+		json_object_foreach(modes, mode, m)
+		{
 			json_t *last = json_object_get(m, "last_run");
 			json_t *wm = json_object_get(m, "watermark");
 			json_t *ls = json_object_get(m, "last_success");
@@ -323,24 +329,26 @@ int recon_cmd_status(int argc, char **argv)
 			printf("%-4s       watermark %s, last success %s\n", mode,
 			       json_is_string(wm) ? json_string_value(wm) : "none",
 			       json_is_string(ls) ? json_string_value(ls) : "never");
-			printf("           last run %lld (%s%s) for %s: %lld upstream, %lld local, "
-			       "%lld rejected, %lld differences\n",
-			       (long long)json_integer_value(json_object_get(last, "run_id")),
-			       json_string_value(json_object_get(last, "outcome")),
-			       json_is_true(json_object_get(last, "dry_run")) ? ", dry run" : "",
-			       json_string_value(json_object_get(last, "date")),
-			       (long long)json_integer_value(json_object_get(last, "rows_upstream")),
-			       (long long)json_integer_value(json_object_get(last, "rows_local")),
-			       (long long)json_integer_value(json_object_get(last, "rows_rejected")),
-			       (long long)json_integer_value(json_object_get(last, "differences")));
+			printf(
+			    "           last run %lld (%s%s) for %s: %lld upstream, %lld local, "
+			    "%lld rejected, %lld differences\n",
+			    (long long)json_integer_value(json_object_get(last, "run_id")),
+			    json_string_value(json_object_get(last, "outcome")),
+			    json_is_true(json_object_get(last, "dry_run")) ? ", dry run" : "",
+			    json_string_value(json_object_get(last, "date")),
+			    (long long)json_integer_value(json_object_get(last, "rows_upstream")),
+			    (long long)json_integer_value(json_object_get(last, "rows_local")),
+			    (long long)json_integer_value(json_object_get(last, "rows_rejected")),
+			    (long long)json_integer_value(json_object_get(last, "differences")));
 			if (json_is_string(e))
 				printf("           error: %s\n", json_string_value(e));
 			for (int i = 0; i < 3; i++) {
-				static const char *const names[] = {"upstream_sha256",
-								    "local_sha256", "config_sha256"};
+				static const char *const names[] = {
+				    "upstream_sha256", "local_sha256", "config_sha256"};
 				json_t *h = json_object_get(last, names[i]);
 				if (json_is_string(h))
-					printf("           %-15s %s\n", names[i], json_string_value(h));
+					printf("           %-15s %s\n", names[i],
+					       json_string_value(h));
 			}
 		}
 		printf("open       ");
@@ -402,9 +410,9 @@ int recon_cmd_check(int argc, char **argv)
 	const char *job_path = NULL, *mode = "t1", *max_lag_s = NULL, *max_age_s = NULL;
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},	      {"mode", true, &mode, NULL},
-	    {"max-lag", true, &max_lag_s, NULL},      {"max-age", true, &max_age_s, NULL},
-	    {"quiet", false, NULL, &quiet},	      {NULL, false, NULL, NULL},
+	    {"job", true, &job_path, NULL},	 {"mode", true, &mode, NULL},
+	    {"max-lag", true, &max_lag_s, NULL}, {"max-age", true, &max_age_s, NULL},
+	    {"quiet", false, NULL, &quiet},	 {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -443,17 +451,18 @@ int recon_cmd_check(int argc, char **argv)
 		code = check_unknown("%s", recon_err_str(&err, buf, sizeof(buf)));
 		goto out;
 	}
-	if (sqlite3_prepare_v2(recon_state_db(st),
-			       "SELECT w.reconciled_until_ms, h.last_success_ms, "
-			       "(SELECT id FROM runs WHERE job = ?1 AND mode = ?2 AND dry_run = 0 "
-			       " ORDER BY id DESC LIMIT 1), "
-			       "(SELECT outcome = 'failed' FROM runs WHERE job = ?1 AND mode = ?2 "
-			       " AND dry_run = 0 ORDER BY id DESC LIMIT 1), "
-			       "(SELECT error FROM runs WHERE job = ?1 AND mode = ?2 AND dry_run = 0 "
-			       " ORDER BY id DESC LIMIT 1) "
-			       "FROM watermarks w JOIN heartbeats h ON h.job = w.job AND h.mode = w.mode "
-			       "WHERE w.job = ?1 AND w.mode = ?2",
-			       -1, &q, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		recon_state_db(st),
+		"SELECT w.reconciled_until_ms, h.last_success_ms, "
+		"(SELECT id FROM runs WHERE job = ?1 AND mode = ?2 AND dry_run = 0 "
+		" ORDER BY id DESC LIMIT 1), "
+		"(SELECT outcome = 'failed' FROM runs WHERE job = ?1 AND mode = ?2 "
+		" AND dry_run = 0 ORDER BY id DESC LIMIT 1), "
+		"(SELECT error FROM runs WHERE job = ?1 AND mode = ?2 AND dry_run = 0 "
+		" ORDER BY id DESC LIMIT 1) "
+		"FROM watermarks w JOIN heartbeats h ON h.job = w.job AND h.mode = w.mode "
+		"WHERE w.job = ?1 AND w.mode = ?2",
+		-1, &q, NULL) != SQLITE_OK) {
 		code = check_unknown("cannot read the state store '%s': %s", job->state_path,
 				     sqlite3_errmsg(recon_state_db(st)));
 		goto out;
@@ -485,8 +494,8 @@ int recon_cmd_check(int argc, char **argv)
 	recon_duration_format(age, ageb, sizeof(ageb));
 	recon_duration_format(max_lag, maxl, sizeof(maxl));
 	recon_duration_format(max_age, maxa, sizeof(maxa));
-	printf("RECON %s - %s watermark %s behind (max %s), last success %s ago (max %s)", names[code],
-	       mode, lagb, maxl, ageb, maxa);
+	printf("RECON %s - %s watermark %s behind (max %s), last success %s ago (max %s)",
+	       names[code], mode, lagb, maxl, ageb, maxa);
 	if (failed)
 		printf("; last run %lld failed: %s", last_id, last_err);
 	printf(" | lag=%llds;%lld;%lld age=%llds;%lld;%lld\n", (long long)(lag / 1000),

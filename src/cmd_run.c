@@ -56,11 +56,12 @@ static void print_json(const struct recon_ctx *ctx, const struct recon_run_summa
 	json_object_set_new(rows, "rejected",
 			    json_integer((json_int_t)(s->rows_rejected[0] + s->rows_rejected[1])));
 	json_object_set_new(rows, "skipped", json_integer((json_int_t)s->rows_skipped));
-	json_object_set_new(rows, "compared", json_integer((json_int_t)(s->counts.rows_owned[0] +
-									 s->counts.rows_owned[1])));
-	json_object_set_new(rows, "other_window",
-			    json_integer((json_int_t)(s->counts.rows_other[0] +
-						      s->counts.rows_other[1])));
+	json_object_set_new(
+	    rows, "compared",
+	    json_integer((json_int_t)(s->counts.rows_owned[0] + s->counts.rows_owned[1])));
+	json_object_set_new(
+	    rows, "other_window",
+	    json_integer((json_int_t)(s->counts.rows_other[0] + s->counts.rows_other[1])));
 	json_object_set_new(o, "rows", rows);
 	for (int c = 0; c < RECON_CLASS__COUNT; c++)
 		json_object_set_new(d, recon_class_name((enum recon_class)c),
@@ -103,9 +104,9 @@ static void print_text(const struct recon_ctx *ctx, const struct recon_run_summa
 	recon_time_format_utc(s->win.start, start, sizeof(start));
 	recon_time_format_utc(s->win.end, end, sizeof(end));
 	recon_date_format(s->win.day, date, sizeof(date));
-	printf("recon %s: job '%s', %s window %s [%s, %s)%s\n",
-	       s->success ? "run" : "run FAILED", ctx->job->name, recon_mode_name(ctx->mode),
-	       date, start, end, ctx->dry_run ? ", dry run" : "");
+	printf("recon %s: job '%s', %s window %s [%s, %s)%s\n", s->success ? "run" : "run FAILED",
+	       ctx->job->name, recon_mode_name(ctx->mode), date, start, end,
+	       ctx->dry_run ? ", dry run" : "");
 	if (s->run_id)
 		printf("  run id   %" PRId64 "\n", s->run_id);
 	printf("rows\n");
@@ -177,8 +178,8 @@ static void say(const struct recon_ctx *ctx, bool json, const char *fmt, ...)
 }
 
 /* t1: the days to run. Returns the exit code when there is nothing to run, else -1. */
-static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool json,
-		   const char *date, int64_t *first, int64_t *last, struct recon_err *err)
+static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool json, const char *date,
+		   int64_t *first, int64_t *last, struct recon_err *err)
 {
 	const struct recon_job *job = ctx->job;
 	int64_t yesterday = recon_tz_day_of(job->tz, ctx->now) - 1, wm = 0, d;
@@ -200,7 +201,8 @@ static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 			if (win.end <= wm) {
 				recon_time_format_utc(wm, a, sizeof(a));
 				say(ctx, json,
-				    "recon run: job '%s': %s is already reconciled (t1 watermark %s); "
+				    "recon run: job '%s': %s is already reconciled (t1 watermark "
+				    "%s); "
 				    "use 'recon rerun --from %s --to %s' to recompute it\n",
 				    job->name, date, a, date, date);
 				return 0;
@@ -217,7 +219,8 @@ static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 	if (*first > *last) {
 		recon_time_format_utc(wm, a, sizeof(a));
 		recon_date_format(yesterday, b, sizeof(b));
-		say(ctx, json, "recon run: job '%s': t1 is up to date (reconciled until %s, %s done)\n",
+		say(ctx, json,
+		    "recon run: job '%s': t1 is up to date (reconciled until %s, %s done)\n",
 		    job->name, a, b);
 		return 0;
 	}
@@ -285,10 +288,10 @@ int recon_cmd_run(int argc, char **argv)
 	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL;
 	bool dry_run = false, json = false, quiet = false, help = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},	{"mode", true, &mode, NULL},
-	    {"date", true, &date, NULL},	{"from", true, &from, NULL},
-	    {"to", true, &to, NULL},		{"dry-run", false, NULL, &dry_run},
-	    {"json", false, NULL, &json},	{"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL}, {"mode", true, &mode, NULL},
+	    {"date", true, &date, NULL},    {"from", true, &from, NULL},
+	    {"to", true, &to, NULL},	    {"dry-run", false, NULL, &dry_run},
+	    {"json", false, NULL, &json},   {"quiet", false, NULL, &quiet},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -310,8 +313,7 @@ int recon_cmd_run(int argc, char **argv)
 	}
 	if (quiet)
 		recon_log_set_level(RECON_LOG_WARN);
-	if (!job_path || (rerun && (!from || !to || date || mode)) ||
-	    (!rerun && (from || to))) {
+	if (!job_path || (rerun && (!from || !to || date || mode)) || (!rerun && (from || to))) {
 		fputs(rerun ? rerun_usage : run_usage, stderr);
 		return 64;
 	}
@@ -337,7 +339,8 @@ int recon_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (rerun) {
-		if (recon_date_parse(from, &first, &err) < 0 || recon_date_parse(to, &last, &err) < 0) {
+		if (recon_date_parse(from, &first, &err) < 0 ||
+		    recon_date_parse(to, &last, &err) < 0) {
 			code = 64;
 			fail(&err);
 			goto out;

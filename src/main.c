@@ -29,11 +29,8 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"run", recon_cmd_run},
-    {"rerun", recon_cmd_run},
-    {"diff", recon_cmd_diff},
-    {"status", recon_cmd_status},
-    {"check", recon_cmd_check},
+    {"run", recon_cmd_run},	  {"rerun", recon_cmd_run},   {"diff", recon_cmd_diff},
+    {"status", recon_cmd_status}, {"check", recon_cmd_check},
 };
 
 int main(int argc, char **argv)

@@ -30,14 +30,14 @@ struct keyent {
 	uint32_t n_payment; /* payment entries (plain success/refunded rows count too) */
 	int64_t paid;
 	int64_t refunded;
-	int64_t other;	    /* plain closed/pending rows and lone revocations: no payment entry */
-	int64_t up_first;   /* first entry time */
+	int64_t other;	  /* plain closed/pending rows and lone revocations: no payment entry */
+	int64_t up_first; /* first entry time */
 	uint64_t up_line;
 	char up_currency[4];
 	bool up_currency_conflict;
-	bool up_revoked;     /* revoke entry, or plain closed row */
-	bool up_pending;     /* plain pending row */
-	bool up_dup;	     /* the same provider entry listed twice */
+	bool up_revoked; /* revoke entry, or plain closed row */
+	bool up_pending; /* plain pending row */
+	bool up_dup;	 /* the same provider entry listed twice */
 	bool up_looked_up;
 	/* local rows: the first one is kept, more are duplicates */
 	uint32_t n_local;
@@ -69,8 +69,8 @@ struct recon_compare {
 	int64_t now;
 	bool upstream_is_statement;
 	struct recon_arena arena;
-	struct table keys;   /* struct keyent * */
-	struct table idents; /* struct ident * */
+	struct table keys;     /* struct keyent * */
+	struct table idents;   /* struct ident * */
 	struct keyent **order; /* every keyent, insertion order */
 	size_t norder, aorder;
 	const char **pend_keys;
@@ -102,9 +102,8 @@ static void table_init(struct table *t)
 	t->slot = recon_xcalloc(t->cap, sizeof(*t->slot));
 }
 
-struct recon_compare *recon_compare_new(const struct recon_job *job,
-					const struct recon_window *win, int64_t now,
-					bool upstream_is_statement)
+struct recon_compare *recon_compare_new(const struct recon_job *job, const struct recon_window *win,
+					int64_t now, bool upstream_is_statement)
 {
 	struct recon_compare *cmp = recon_xcalloc(1, sizeof(*cmp));
 
@@ -433,7 +432,7 @@ static enum recon_class classify_key(struct recon_compare *cmp, const struct key
 		    amounts_differ(cmp, k->refunded, k->local.amount))
 			return RECON_CLASS_AMOUNT_MISMATCH;
 		ust = amounts_differ(cmp, k->refunded, k->local.amount) ? RECON_ST_SUCCESS
-									 : RECON_ST_REFUNDED;
+									: RECON_ST_REFUNDED;
 	} else {
 		if (amounts_differ(cmp, up_amount(k), k->local.amount))
 			return RECON_CLASS_AMOUNT_MISMATCH;

@@ -10,8 +10,7 @@ void recon_err_init(struct recon_err *err)
 	err->msg[0] = '\0';
 }
 
-int recon_err_setv(struct recon_err *err, int code, const char *where, const char *fmt,
-		   va_list ap)
+int recon_err_setv(struct recon_err *err, int code, const char *where, const char *fmt, va_list ap)
 {
 	if (!err || err->code)
 		return code;

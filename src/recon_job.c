@@ -214,8 +214,8 @@ static int lerr(struct loader *L, const char *fmt, ...)
 
 	keys[0] = '\0';
 	for (int i = 0; i < L->depth && used < sizeof(keys); i++) {
-		int n = snprintf(keys + used, sizeof(keys) - used, "%s%s", i ? "." : "",
-				 L->path[i]);
+		int n =
+		    snprintf(keys + used, sizeof(keys) - used, "%s%s", i ? "." : "", L->path[i]);
 		if (n < 0)
 			break;
 		used += (size_t)n;
@@ -250,7 +250,8 @@ static int check_keys(struct loader *L, json_t *obj, const char *const *allowed)
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(obj, k, v) {
+	json_object_foreach(obj, k, v)
+	{
 		size_t i;
 		(void)v;
 		for (i = 0; allowed[i]; i++)
@@ -278,7 +279,8 @@ static int get_str(struct loader *L, json_t *obj, const char *key, char **out)
 	push(L, key);
 	if (!json_is_string(v)) {
 		rc = lerr(L, "expected a string");
-	} else if (json_string_length(v) == 0 || strlen(json_string_value(v)) != json_string_length(v)) {
+	} else if (json_string_length(v) == 0 ||
+		   strlen(json_string_value(v)) != json_string_length(v)) {
 		rc = lerr(L, "must be a non-empty string without NUL characters");
 	} else {
 		free(*out);
@@ -429,7 +431,8 @@ static int get_strv(struct loader *L, json_t *obj, const char *key, char ***out)
 		goto out;
 	}
 	vec = recon_xcalloc(json_array_size(v) + 1, sizeof(*vec));
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		if (!json_is_string(e) || !json_string_length(e)) {
 			free_strv(vec);
 			rc = lerr(L, "element %zu: expected a non-empty string", i);
@@ -469,8 +472,8 @@ static void map_put(struct recon_map *m, const char *word, int value)
 }
 
 /* {"WORD": "name", ...} with names from `names` (count n) merged into m. */
-static int get_map(struct loader *L, json_t *obj, const char *key, const char *const *names,
-		   int n, struct recon_map *m)
+static int get_map(struct loader *L, json_t *obj, const char *key, const char *const *names, int n,
+		   struct recon_map *m)
 {
 	json_t *v = json_object_get(obj, key), *e;
 	const char *word;
@@ -483,7 +486,8 @@ static int get_map(struct loader *L, json_t *obj, const char *key, const char *c
 		rc = lerr(L, "expected an object mapping words to names");
 		goto out;
 	}
-	json_object_foreach(v, word, e) {
+	json_object_foreach(v, word, e)
+	{
 		int i;
 		push(L, word);
 		if (!json_is_string(e)) {
@@ -500,8 +504,8 @@ static int get_map(struct loader *L, json_t *obj, const char *key, const char *c
 				strncat(list, j ? ", " : "", sizeof(list) - strlen(list) - 1);
 				strncat(list, names[j], sizeof(list) - strlen(list) - 1);
 			}
-			rc = lerr(L, "unknown value '%s' (expected one of %s)", json_string_value(e),
-				  list);
+			rc = lerr(L, "unknown value '%s' (expected one of %s)",
+				  json_string_value(e), list);
 			pop(L);
 			goto out;
 		}
@@ -530,14 +534,16 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 		rc = lerr(L, "expected an object mapping roles to column names");
 		goto out;
 	}
-	json_object_foreach(cols, role, v) {
+	json_object_foreach(cols, role, v)
+	{
 		int c;
 		push(L, role);
 		if (!strcmp(role, "key") && json_is_array(v)) {
 			size_t i, n = json_array_size(v);
 			json_t *e;
 			if (n < 1 || n > RECON_KEY_PARTS_MAX) {
-				rc = lerr(L, "a composite key has 1 to %d columns", RECON_KEY_PARTS_MAX);
+				rc = lerr(L, "a composite key has 1 to %d columns",
+					  RECON_KEY_PARTS_MAX);
 				pop(L);
 				goto out;
 			}
@@ -545,7 +551,8 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 				free(s->cols[RECON_COL_KEY0 + i]);
 				s->cols[RECON_COL_KEY0 + i] = NULL;
 			}
-			json_array_foreach(v, i, e) {
+			json_array_foreach(v, i, e)
+			{
 				if (!json_is_string(e) || !json_string_length(e) ||
 				    (sql && !recon_job_ident_ok(json_string_value(e)))) {
 					rc = lerr(L, "element %zu: expected a%s column name", i,
@@ -560,7 +567,8 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 			continue;
 		}
 		for (c = 0; c < RECON_COL__COUNT; c++)
-			if (!strcmp(role, col_names[c]) && (c < RECON_COL_KEY1 || c > RECON_COL_KEY3))
+			if (!strcmp(role, col_names[c]) &&
+			    (c < RECON_COL_KEY1 || c > RECON_COL_KEY3))
 				break;
 		if (c == RECON_COL__COUNT) {
 			rc = lerr(L, "unknown column role (expected key, amount, amount_minor, "
@@ -577,8 +585,10 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 			pop(L);
 			goto out;
 		} else if (sql && !recon_job_ident_ok(json_string_value(v))) {
-			rc = lerr(L, "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, "
-				     "at most %d characters)", json_string_value(v), RECON_NAME_MAX);
+			rc = lerr(L,
+				  "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, "
+				  "at most %d characters)",
+				  json_string_value(v), RECON_NAME_MAX);
 			pop(L);
 			goto out;
 		} else {
@@ -604,10 +614,9 @@ out:
 }
 
 static const char *const csv_keys[] = {
-    "description", "encoding",	 "delimiter",	    "quote",	     "header",
-    "skip_lines",  "strip",	 "comment_prefixes", "stop_prefixes", "columns",
-    "entry_types", "status_map", "currency",	    "timezone",	     "thousands",
-    NULL};
+    "description", "encoding",	       "delimiter",	"quote",   "header",	  "skip_lines",
+    "strip",	   "comment_prefixes", "stop_prefixes", "columns", "entry_types", "status_map",
+    "currency",	   "timezone",	       "thousands",	NULL};
 
 /* The CSV layout keys, shared by profiles and inline sides. */
 static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
@@ -646,7 +655,8 @@ static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, 
 	int rc;
 
 	if ((rc = get_columns(L, obj, s, sql)) < 0 ||
-	    (rc = get_map(L, obj, "status_map", status_names, RECON_ST__COUNT, &s->status_map)) < 0 ||
+	    (rc = get_map(L, obj, "status_map", status_names, RECON_ST__COUNT, &s->status_map)) <
+		0 ||
 	    (rc = get_map(L, obj, "entry_types", entry_names, 5, &s->entry_types)) < 0 ||
 	    (rc = get_str(L, obj, "currency", &s->currency)) < 0 ||
 	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0)
@@ -761,10 +771,10 @@ static char *find_profile(const char *jobdir, const char *name)
 }
 
 static const char *const side_keys[] = {
-    "kind",	  "path",	"format",	    "table",	     "dsn_env",	  "columns",
-    "timezone",	  "currency",	"status_map",	    "entry_types",   "encoding", "delimiter",
-    "quote",	  "header",	"skip_lines",	    "strip",	     "comment_prefixes",
-    "stop_prefixes", "thousands", "description", NULL};
+    "kind",	 "path",	"format",     "table",	     "dsn_env",		 "columns",
+    "timezone",	 "currency",	"status_map", "entry_types", "encoding",	 "delimiter",
+    "quote",	 "header",	"skip_lines", "strip",	     "comment_prefixes", "stop_prefixes",
+    "thousands", "description", NULL};
 
 static bool env_name_ok(const char *s)
 {
@@ -882,8 +892,8 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
 		goto out;
 	if (sql) {
-		static const char *const csv_only[] = {"encoding",    "delimiter",	  "quote",
-						       "header",      "skip_lines",	  "strip",
+		static const char *const csv_only[] = {"encoding",	   "delimiter",	    "quote",
+						       "header",	   "skip_lines",    "strip",
 						       "comment_prefixes", "stop_prefixes", NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
@@ -898,9 +908,8 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	if (s->kind == RECON_KIND_CSV || s->kind == RECON_KIND_SQLITE) {
 		if (!s->path) {
 			push(L, "path");
-			rc = lerr(L, "missing (the %s file)", s->kind == RECON_KIND_CSV
-								  ? "statement"
-								  : "SQLite database");
+			rc = lerr(L, "missing (the %s file)",
+				  s->kind == RECON_KIND_CSV ? "statement" : "SQLite database");
 			pop(L);
 			goto out;
 		}
@@ -934,8 +943,10 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 		if (!s->table)
 			rc = lerr(L, "missing (the table to read)");
 		else if (!recon_job_ident_ok(s->table))
-			rc = lerr(L, "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, at "
-				     "most %d characters)", s->table, RECON_NAME_MAX);
+			rc = lerr(L,
+				  "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, at "
+				  "most %d characters)",
+				  s->table, RECON_NAME_MAX);
 		pop(L);
 		if (rc < 0)
 			goto out;
@@ -973,7 +984,8 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 		if (rc < 0)
 			goto out;
 	}
-	if (s->encoding && (!strcasecmp(s->encoding, "UTF-8") || !strcasecmp(s->encoding, "UTF8"))) {
+	if (s->encoding &&
+	    (!strcasecmp(s->encoding, "UTF-8") || !strcasecmp(s->encoding, "UTF8"))) {
 		free(s->encoding);
 		s->encoding = NULL;
 	}
@@ -1032,22 +1044,11 @@ static bool job_name_ok(const char *s)
 	return s[0] != '.';
 }
 
-static const char *const job_keys[] = {"job",
-				       "description",
-				       "timezone",
-				       "currency",
-				       "upstream",
-				       "local",
-				       "status_map",
-				       "amount_tolerance_minor",
-				       "stuck_after",
-				       "margin",
-				       "hot",
-				       "max_rejects",
-				       "state",
-				       "heartbeat",
-				       "check",
-				       NULL};
+static const char *const job_keys[] = {
+    "job",	   "description", "timezone",	"currency",
+    "upstream",	   "local",	  "status_map", "amount_tolerance_minor",
+    "stuck_after", "margin",	  "hot",	"max_rejects",
+    "state",	   "heartbeat",	  "check",	NULL};
 
 /* Side zone and currency defaults, then the zone itself. */
 static int finish_side(struct loader *L, struct recon_job *job, struct recon_side *s)
@@ -1127,8 +1128,9 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	}
 	if (!job_name_ok(job->name)) {
 		push(&L, "job");
-		rc = lerr(&L, "'%s' is not a valid job name ([A-Za-z0-9_.-], at most %d characters)",
-			  job->name, RECON_NAME_MAX);
+		rc =
+		    lerr(&L, "'%s' is not a valid job name ([A-Za-z0-9_.-], at most %d characters)",
+			 job->name, RECON_NAME_MAX);
 		pop(&L);
 		goto out;
 	}
@@ -1181,8 +1183,9 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 		if (s->cols[RECON_COL_STATUS] && !s->status_map.n) {
 			push(&L, "status_map");
 			push(&L, s->role);
-			rc = lerr(&L, "missing: the %s side maps a 'status' column, so its words "
-				      "need a status map",
+			rc = lerr(&L,
+				  "missing: the %s side maps a 'status' column, so its words "
+				  "need a status map",
 				  s->role);
 			pop(&L);
 			pop(&L);
@@ -1241,7 +1244,8 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 			if (!json_is_object(mv))
 				rc = lerr(&L, "expected an object with 'max_lag' and/or 'max_age'");
 			else if ((rc = check_keys(&L, mv, mode_keys)) == 0 &&
-				 (rc = get_duration(&L, mv, "max_lag", &job->check_max_lag_ms[m])) == 0)
+				 (rc = get_duration(&L, mv, "max_lag",
+						    &job->check_max_lag_ms[m])) == 0)
 				rc = get_duration(&L, mv, "max_age", &job->check_max_age_ms[m]);
 			pop(&L);
 		}

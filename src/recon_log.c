@@ -95,8 +95,8 @@ char *recon_log_redact(const char *dsn, char *out, size_t size)
 	}
 	/* keyword form and query parameters: password=... up to a blank or '&' */
 	while (*p) {
-		int boundary = (p == dsn) || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&' ||
-			       p[-1] == '\t';
+		int boundary =
+		    (p == dsn) || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&' || p[-1] == '\t';
 		size_t k = boundary ? password_key(p) : 0;
 		if (k) {
 			put(out, size, &used, p, k);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static void die_oom(size_t n)
 {
 	fprintf(stderr, "recon: out of memory allocating %zu bytes\n", n);
@@ -127,8 +126,7 @@ void *recon_arena_alloc(struct recon_arena *a, size_t n)
 		/* grow block size with the arena so big windows use few blocks */
 		if (a->total / 4 > bsize)
 			bsize = a->total / 4 > need ? a->total / 4 : need;
-		struct recon_arena_block *b =
-		    recon_xmalloc(recon_st_add(sizeof(*b), bsize));
+		struct recon_arena_block *b = recon_xmalloc(recon_st_add(sizeof(*b), bsize));
 		b->next = a->head;
 		b->size = bsize;
 		a->head = b;

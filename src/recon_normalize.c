@@ -18,8 +18,8 @@ static void trim(const struct recon_side *side, const char **s, size_t *len)
 	while (n && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' ||
 		     (*guard && memchr(guard, *p, strlen(guard)))))
 		p++, n--;
-	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r' ||
-		     p[n - 1] == '\n' || (*guard && memchr(guard, p[n - 1], strlen(guard)))))
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r' || p[n - 1] == '\n' ||
+		     (*guard && memchr(guard, p[n - 1], strlen(guard)))))
 		n--;
 	*s = p;
 	*len = n;
@@ -85,7 +85,8 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 		v = recon_map_get(&side->entry_types, s, len);
 		if (v < 0) {
 			show(s, len, shown, sizeof(shown));
-			return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'", shown);
+			return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'",
+					 shown);
 		}
 		if (v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
 			return RECON_NORM_SKIPPED;

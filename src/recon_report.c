@@ -144,8 +144,9 @@ int recon_report_print(FILE *out, enum recon_report_format fmt, const struct rec
 		json_t *o = json_loads(json[i], 0, &je), *up, *lo;
 		const char *key, *klass;
 		struct view u, l;
-		if (!o || json_unpack(o, "{s:s, s:s, s:o, s:o}", "key", &key, "class", &klass,
-				      "upstream", &up, "local", &lo) < 0 ||
+		if (!o ||
+		    json_unpack(o, "{s:s, s:s, s:o, s:o}", "key", &key, "class", &klass, "upstream",
+				&up, "local", &lo) < 0 ||
 		    parse_view(up, &u) < 0 || parse_view(lo, &l) < 0) {
 			json_decref(o);
 			return recon_err_set(err, RECON_EIO, NULL,

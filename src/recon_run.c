@@ -78,8 +78,8 @@ static void reject_add(struct rejects *r, const char *side, const char *origin,
 }
 
 /* Splits a joined key into its parts (pointers into a scratch copy). */
-static void split_key(const char *key, size_t len, unsigned nkey, char *scratch,
-		      const char **parts, size_t *lens)
+static void split_key(const char *key, size_t len, unsigned nkey, char *scratch, const char **parts,
+		      size_t *lens)
 {
 	unsigned i = 0;
 	size_t start = 0;
@@ -252,8 +252,8 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	recon_compare_classify(cmp);
 	sum->counts = *recon_compare_counts(cmp);
 
-	if (rejects.n && (rc = recon_state_add_rejects(st, sum->run_id, rejects.v, rejects.n,
-						       err)) < 0)
+	if (rejects.n &&
+	    (rc = recon_state_add_rejects(st, sum->run_id, rejects.v, rejects.n, err)) < 0)
 		goto fail;
 	if ((int64_t)rejects.total > job->max_rejects) {
 		rc = recon_err_set(err, RECON_EINPUT, NULL,
@@ -314,8 +314,8 @@ record:
 		 * an unreconciled gap leaves it where it is.
 		 */
 		int64_t wm = 0, until = win->end;
-		int g = recon_state_watermark_get(st, job->name, recon_mode_name(ctx->mode), &wm,
-						  err);
+		int g =
+		    recon_state_watermark_get(st, job->name, recon_mode_name(ctx->mode), &wm, err);
 		if (g < 0 && g != RECON_ENOTFOUND) {
 			rc = g;
 			sum->success = false;

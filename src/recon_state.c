@@ -418,7 +418,8 @@ int recon_state_record_diffs(struct recon_state *st, const char *job, int64_t ru
 		st->db,
 		"INSERT INTO differences (job, key, class, first_seen_run, last_seen_run, "
 		"first_seen_at_ms, last_seen_at_ms, json) VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?5, ?6) "
-		"ON CONFLICT (job, key, class) DO UPDATE SET last_seen_run = excluded.last_seen_run, "
+		"ON CONFLICT (job, key, class) DO UPDATE SET last_seen_run = "
+		"excluded.last_seen_run, "
 		"last_seen_at_ms = excluded.last_seen_at_ms, json = excluded.json, "
 		"resolved_run = NULL, resolved_at_ms = NULL",
 		-1, &led_q, NULL) != SQLITE_OK) {
@@ -467,9 +468,9 @@ int recon_state_watermark_get(struct recon_state *st, const char *job, const cha
 	sqlite3_stmt *q = NULL;
 	int rc = RECON_ENOTFOUND, s;
 
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT reconciled_until_ms FROM watermarks WHERE job = ? AND mode = ?",
-			       -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		st->db, "SELECT reconciled_until_ms FROM watermarks WHERE job = ? AND mode = ?", -1,
+		&q, NULL) != SQLITE_OK)
 		return db_err(st, err, "cannot read the watermark");
 	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
