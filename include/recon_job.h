@@ -84,11 +84,31 @@ struct recon_map {
 /* Value for s[0..len), or -1 when the word is not in the map. */
 int recon_map_get(const struct recon_map *m, const char *s, size_t len);
 
-/* Per-file checks against a statement's control totals (trailer/footer). */
+/*
+ * Control totals a statement carries (DESIGN "Entries fold into orders"),
+ * checked by recon_totals against the records read. All of it borrowed from
+ * the job.
+ */
+enum recon_totals_in {
+	RECON_TOTALS_NONE = 0,
+	RECON_TOTALS_TRAILER, /* a names line and a values line after the data (WeChat) */
+	RECON_TOTALS_FOOTER,  /* comment lines "LABELN笔，NAME共X元，..." (Alipay) */
+};
+struct recon_totals_sum {
+	char *label;  /* trailer: the total's name; footer: the text before "共" */
+	char *column; /* the detail column it sums (header name) */
+};
+struct recon_totals_group {
+	char *count;	  /* trailer: the count's name ("总交易单数"); footer: the line's prefix */
+	char *entry_type; /* only records whose entry-type cell is this word; NULL: all records */
+	struct recon_totals_sum *sums;
+	size_t nsums;
+};
 struct recon_totals_rule {
-	bool enabled;
-	char *label; /* e.g. "总交易单数": the trailer header line starts with it */
-		     /* further fields are added by the provider-format work */
+	enum recon_totals_in in; /* RECON_TOTALS_NONE: the statement carries none */
+	bool required;		 /* a file without them is truncated: bad input */
+	struct recon_totals_group *groups;
+	size_t ngroups;
 };
 
 struct recon_side {
@@ -116,7 +136,24 @@ struct recon_side {
 	char *strip;		 /* guard characters stripped from both ends of cells ("`\t") */
 	char **comment_prefixes; /* NULL-terminated; lines starting with one are skipped */
 	char **stop_prefixes; /* NULL-terminated; the first line starting with one ends the data */
+	char **alt_cols[RECON_COL__COUNT]; /* header names tried in order when cols[r] is absent
+					      (older layouts); NULL-terminated, or NULL */
+	char delim_guard;  /* data cells split only on the delimiter followed by this character
+			      (WeChat ",`": names may hold raw commas); the header splits plainly */
+	bool reject_empty; /* a file without a header line is bad input */
+	char *zip_entry;   /* a .zip input: the member whose name contains this (NULL: the only one) */
+	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
+};
+
+/* What a run does about its differences ("actions" in the job file). */
+struct recon_actions_cfg {
+	bool enabled;			      /* default true; --dry-run still wins */
+	char *writer_dsn_env;		      /* postgres/mysql local: the read-write DSN's variable */
+	char *replay_status[RECON_ST__COUNT]; /* local word written by a replay, per status */
+	char *repush_event;		      /* outbox event name for stuck orders */
+	char *transition_to;		      /* optional guarded transition of stuck orders */
+	char **transition_from;		      /* NULL-terminated; the words it may move from */
 };
 
 struct recon_job {
@@ -142,6 +179,7 @@ struct recon_job {
 	    check_max_lag_ms[2]; /* per mode (RECON_MODE_T1, _HOT): WARNING beyond, CRITICAL 2x */
 	int64_t check_max_age_ms[2];
 	int64_t max_rejects; /* >= 0 */
+	struct recon_actions_cfg actions;
 	char *state_path;
 	char *heartbeat_path;
 	char *config_text; /* the effective configuration, canonical JSON (for hashing) */

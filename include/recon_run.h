@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "recon_action.h"
 #include "recon_compare.h"
 #include "recon_err.h"
 #include "recon_job.h"
@@ -43,6 +44,7 @@ struct recon_run_summary {
 	uint64_t rows_skipped; /* keyless statement lines */
 	uint64_t lookups[2];   /* keys looked up on each side */
 	struct recon_compare_counts counts;
+	struct recon_action_counts actions;
 	uint64_t resolved;
 	int64_t duration_ms;
 	bool success;

@@ -102,6 +102,27 @@ RECON_MUSTCHECK int recon_state_success(struct recon_state *st, const char *job,
 					int64_t until, int64_t run_id, int64_t now,
 					int64_t duration_ms, struct recon_err *err);
 
+/*
+ * Opens a ticket in the state store, unique on (job, key, class): *opened is
+ * true when it is new, false when it was already there (then its
+ * last_seen_run moves). Not in a transaction of its own: each call commits.
+ */
+RECON_MUSTCHECK int recon_state_ticket(struct recon_state *st, const char *job, const char *key,
+				       const char *klass, const char *severity, int64_t run_id,
+				       int64_t now, const char *json, bool *opened,
+				       struct recon_err *err);
+
+/* Records one action of a run (error may be NULL). */
+RECON_MUSTCHECK int recon_state_action(struct recon_state *st, int64_t run_id, const char *key,
+				       const char *klass, const char *action,
+				       const char *outcome, int attempts, const char *error,
+				       struct recon_err *err);
+
+/* Stores a run's action counts (JSON object) and retries. */
+RECON_MUSTCHECK int recon_state_run_actions(struct recon_state *st, int64_t run_id,
+					    const char *actions_json, uint64_t retries,
+					    struct recon_err *err);
+
 /* The raw SQLite handle, for read-only queries (cmd_query.c). Borrowed. */
 struct sqlite3 *recon_state_db(struct recon_state *st);
 

@@ -11,7 +11,7 @@ cmake --build build -j"$(nproc)" >/dev/null
 
 ex=examples/basic
 rm -rf "$ex/state" "$ex/flow.db"
-cat sql/sqlite/payment_flow.sql "$ex/flow.sql" | sqlite3 "$ex/flow.db"
+cat sql/sqlite/payment_flow.sql sql/sqlite/merchant.sql "$ex/flow.sql" | sqlite3 "$ex/flow.db"
 
 echo "\$ build/recon run --job $ex/job.json --date 2024-01-16"
 build/recon run --job "$ex/job.json" --date 2024-01-16

@@ -509,3 +509,105 @@ out:
 	recon_job_free(job);
 	return code;
 }
+
+/* tickets ------------------------------------------------------------------ */
+
+static const char tickets_usage[] =
+    "usage: recon tickets --job FILE [--format table|jsonl|csv] [--quiet]\n"
+    "\n"
+    "Lists the tickets runs opened (extra, amount_mismatch, status_mismatch, duplicate),\n"
+    "one per key and class, with both sides' values and the run that opened it.\n";
+
+int recon_cmd_tickets(int argc, char **argv)
+{
+	const char *job_path = NULL, *format = "table";
+	bool help = false, quiet = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL},
+	    {"format", true, &format, NULL},
+	    {"quiet", false, NULL, &quiet},
+	    {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	sqlite3_stmt *q = NULL;
+	int fmt, code = 0, s;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
+		fputs(tickets_usage, stderr);
+		return 64;
+	}
+	if (help) {
+		fputs(tickets_usage, stdout);
+		return 0;
+	}
+	fmt = recon_report_format_from_name(format);
+	if (fmt < 0) {
+		fprintf(stderr, "recon tickets: unknown format '%s' (table, jsonl or csv)\n", format);
+		return 64;
+	}
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_state_open(&st, job->state_path, false, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	if (sqlite3_prepare_v2(recon_state_db(st),
+			       "SELECT key, class, severity, status, opened_run, opened_at_ms, "
+			       "last_seen_run, json FROM tickets WHERE job = ? ORDER BY key, class",
+			       -1, &q, NULL) != SQLITE_OK) {
+		code = db_fail(recon_state_db(st), "cannot read tickets");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	if (fmt == RECON_REPORT_TABLE)
+		printf("%-32s %-16s %-9s %-7s %6s %-24s\n", "KEY", "CLASS", "SEVERITY", "STATUS",
+		       "RUN", "OPENED");
+	else if (fmt == RECON_REPORT_CSV)
+		printf("key,class,severity,status,opened_run,opened_at,last_seen_run,difference\n");
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(q, 0);
+		const char *klass = (const char *)sqlite3_column_text(q, 1);
+		const char *sev = (const char *)sqlite3_column_text(q, 2);
+		const char *status = (const char *)sqlite3_column_text(q, 3);
+		long long run = sqlite3_column_int64(q, 4), seen = sqlite3_column_int64(q, 6);
+		const char *diff = (const char *)sqlite3_column_text(q, 7);
+		char when[40];
+
+		recon_time_format_utc(sqlite3_column_int64(q, 5), when, sizeof(when));
+		if (fmt == RECON_REPORT_TABLE) {
+			printf("%-32s %-16s %-9s %-7s %6lld %-24s\n", key, klass, sev, status, run,
+			       when);
+		} else if (fmt == RECON_REPORT_CSV) {
+			recon_report_csv_field(stdout, key);
+			printf(",%s,%s,%s,%lld,%s,%lld,", klass, sev, status, run, when, seen);
+			recon_report_csv_field(stdout, diff);
+			printf("\n");
+		} else {
+			json_t *o = json_object(), *d = json_loads(diff, 0, NULL);
+			char *text;
+			json_object_set_new(o, "key", json_string(key));
+			json_object_set_new(o, "class", json_string(klass));
+			json_object_set_new(o, "severity", json_string(sev));
+			json_object_set_new(o, "status", json_string(status));
+			json_object_set_new(o, "opened_run", json_integer(run));
+			json_object_set_new(o, "opened_at", json_string(when));
+			json_object_set_new(o, "last_seen_run", json_integer(seen));
+			json_object_set_new(o, "difference", d ? d : json_null());
+			text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+			printf("%s\n", text ? text : "{}");
+			free(text);
+			json_decref(o);
+		}
+	}
+	if (s != SQLITE_DONE)
+		code = db_fail(recon_state_db(st), "cannot read tickets");
+	if (fflush(stdout) != 0)
+		code = 1;
+out:
+	sqlite3_finalize(q);
+	recon_state_close(st);
+	recon_job_free(job);
+	return code;
+}

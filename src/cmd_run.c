@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "recon_action.h"
 #include "recon_cmd.h"
 #include "recon_compare.h"
 #include "recon_job.h"
@@ -69,7 +70,12 @@ static void print_json(const struct recon_ctx *ctx, const struct recon_run_summa
 	json_object_set_new(o, "differences", d);
 	json_object_set_new(o, "matched", json_integer((json_int_t)s->counts.matched));
 	json_object_set_new(o, "resolved", json_integer((json_int_t)s->resolved));
-	json_object_set_new(o, "actions", json_object());
+	{
+		char *aj = recon_action_counts_json(&s->actions);
+		json_t *a = json_loads(aj, 0, NULL);
+		json_object_set_new(o, "actions", a ? a : json_object());
+		free(aj);
+	}
 	json_object_set_new(o, "dry_run", json_boolean(ctx->dry_run));
 	json_object_set_new(o, "outcome", json_string(s->success ? "success" : "failed"));
 	if (!s->success)
@@ -93,6 +99,34 @@ static void print_side(const char *name, uint64_t read, uint64_t compared, uint6
 	if (looked_up)
 		printf(" (%" PRIu64 " keys looked up beyond the window)", looked_up);
 	printf("\n");
+}
+
+/* "actions    replay 1 done, ticket 4 done (1 already), ..." */
+static void print_actions(const struct recon_action_counts *c)
+{
+	bool any = false;
+
+	for (int k = 0; k < RECON_ACT__COUNT; k++) {
+		bool first = true;
+		for (int o = 0; o < RECON_OUT__COUNT; o++) {
+			if (!c->n[k][o])
+				continue;
+			if (first)
+				printf("%s%s", any ? "; " : "actions    ",
+				       recon_action_name((enum recon_action_kind)k));
+			else
+				printf(",");
+			printf(" %" PRIu64 " %s", c->n[k][o],
+			       recon_action_outcome_name((enum recon_action_outcome)o));
+			first = false;
+			any = true;
+		}
+	}
+	if (any) {
+		if (c->retries)
+			printf("; %" PRIu64 " retries", c->retries);
+		printf("\n");
+	}
 }
 
 static void print_text(const struct recon_ctx *ctx, const struct recon_run_summary *s)
@@ -127,6 +161,7 @@ static void print_text(const struct recon_ctx *ctx, const struct recon_run_summa
 	if (s->resolved)
 		printf("resolved   %" PRIu64 " earlier difference%s now matched\n", s->resolved,
 		       s->resolved == 1 ? "" : "s");
+	print_actions(&s->actions);
 	if (s->success)
 		printf("outcome    success%s\n",
 		       ctx->dry_run ? " (dry run: no action taken, watermark not moved)" : "");

@@ -20,6 +20,7 @@ static const char usage[] =
     "  diff     print the differences a run found\n"
     "  status   show watermarks, last runs and open differences\n"
     "  check    monitoring-plugin check of the watermark and last success\n"
+    "  tickets  list the tickets runs opened\n"
     "\n"
     "Every command takes --job FILE, --quiet and --help.\n";
 
@@ -30,7 +31,7 @@ struct command {
 
 static const struct command commands[] = {
     {"run", recon_cmd_run},	  {"rerun", recon_cmd_run},   {"diff", recon_cmd_diff},
-    {"status", recon_cmd_status}, {"check", recon_cmd_check},
+    {"status", recon_cmd_status}, {"check", recon_cmd_check}, {"tickets", recon_cmd_tickets},
 };
 
 int main(int argc, char **argv)

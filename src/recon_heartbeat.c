@@ -210,6 +210,41 @@ out:
 	return rc;
 }
 
+/* recon_actions_total{action,outcome}: every action of real (non-dry) runs, per mode. */
+static int render_actions(sqlite3 *db, const char *job, struct recon_buf *b, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int s, rc = 0;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT r.mode, a.action, a.outcome, count(*) FROM actions a JOIN runs r "
+			       "ON r.id = a.run_id WHERE r.job = ? AND r.dry_run = 0 "
+			       "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read action counts: %s",
+				   sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	head(b, "recon_actions_total", "counter",
+	     "Actions taken by runs (replay, ticket, repush, transition, alert) by outcome.");
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		recon_buf_addf(b, "recon_actions_total{job=\"");
+		add_label(b, job);
+		recon_buf_addf(b, "\",mode=\"%s\",action=\"%s\",outcome=\"%s\"} %lld\n",
+			       (const char *)sqlite3_column_text(q, 0),
+			       (const char *)sqlite3_column_text(q, 1),
+			       (const char *)sqlite3_column_text(q, 2),
+			       (long long)sqlite3_column_int64(q, 3));
+	}
+	if (s != SQLITE_DONE)
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read action counts: %s",
+				   sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(q);
+	return rc;
+}
+
 int recon_heartbeat_write(struct recon_state *st, const char *job, const char *path,
 			  struct recon_err *err)
 {
@@ -222,6 +257,8 @@ int recon_heartbeat_write(struct recon_state *st, const char *job, const char *p
 	if ((rc = load(recon_state_db(st), job, &m, &n, err)) < 0)
 		goto out;
 	render(&b, job, m, n);
+	if ((rc = render_actions(recon_state_db(st), job, &b, err)) < 0)
+		goto out;
 	rc = write_atomic(path, &b, err);
 out:
 	free(m);

@@ -550,6 +550,8 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 			for (i = 0; i < RECON_KEY_PARTS_MAX; i++) {
 				free(s->cols[RECON_COL_KEY0 + i]);
 				s->cols[RECON_COL_KEY0 + i] = NULL;
+				free_strv(s->alt_cols[RECON_COL_KEY0 + i]);
+				s->alt_cols[RECON_COL_KEY0 + i] = NULL;
 			}
 			json_array_foreach(v, i, e)
 			{
@@ -577,6 +579,9 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 			pop(L);
 			goto out;
 		}
+		/* a role mapped here drops the profile's alternative names for it */
+		free_strv(s->alt_cols[c]);
+		s->alt_cols[c] = NULL;
 		if (json_is_null(v)) { /* a job may unmap a profile's column */
 			free(s->cols[c]);
 			s->cols[c] = NULL;
@@ -614,9 +619,172 @@ out:
 }
 
 static const char *const csv_keys[] = {
-    "description", "encoding",	       "delimiter",	"quote",   "header",	  "skip_lines",
-    "strip",	   "comment_prefixes", "stop_prefixes", "columns", "entry_types", "status_map",
-    "currency",	   "timezone",	       "thousands",	NULL};
+    "description",  "encoding",	   "delimiter",	  "quote",	 "header",
+    "skip_lines",   "strip",	   "comment_prefixes", "stop_prefixes", "columns",
+    "entry_types",  "status_map",  "currency",	  "timezone",	 "thousands",
+    "alt_columns",  "delimiter_guard", "reject_empty", "zip_entry",	 "zip_exclude",
+    "totals",	    NULL};
+
+/* Role index for a name in "columns"/"alt_columns" (key parts excluded), or -1. */
+static int role_of(const char *role)
+{
+	for (int c = 0; c < RECON_COL__COUNT; c++)
+		if (!strcmp(role, col_names[c]) && (c < RECON_COL_KEY1 || c > RECON_COL_KEY3))
+			return c;
+	return -1;
+}
+
+/* "alt_columns": role -> [names]: header names tried in order when the role's column is absent. */
+static int get_alt_columns(struct loader *L, json_t *obj, struct recon_side *s)
+{
+	json_t *alts = json_object_get(obj, "alt_columns"), *v;
+	const char *role;
+	int rc = 0;
+
+	if (!alts)
+		return 0;
+	push(L, "alt_columns");
+	if (!json_is_object(alts)) {
+		rc = lerr(L, "expected an object mapping roles to arrays of column names");
+		goto out;
+	}
+	json_object_foreach(alts, role, v)
+	{
+		int c = role_of(role);
+		push(L, role);
+		if (c < 0)
+			rc = lerr(L, "unknown column role");
+		else if (!json_is_array(v) || !json_array_size(v))
+			rc = lerr(L, "expected a non-empty array of column names");
+		else if (!s->cols[c])
+			rc = lerr(L, "the role has alternatives but no column in 'columns'");
+		pop(L);
+		if (rc < 0 || (rc = get_strv(L, alts, role, &s->alt_cols[c])) < 0)
+			goto out;
+	}
+out:
+	pop(L);
+	return rc;
+}
+
+/* Sums of one totals group: {"label": "column", ...}. */
+static int get_totals_sums(struct loader *L, json_t *g, struct recon_totals_group *grp)
+{
+	json_t *sums = json_object_get(g, "sums"), *v;
+	const char *label;
+	int rc = 0;
+
+	if (!sums)
+		return 0;
+	push(L, "sums");
+	if (!json_is_object(sums)) {
+		rc = lerr(L, "expected an object mapping total names to detail columns");
+		goto out;
+	}
+	grp->sums = recon_xcalloc(json_object_size(sums) + 1, sizeof(*grp->sums));
+	json_object_foreach(sums, label, v)
+	{
+		push(L, label);
+		if (!json_is_string(v) || !json_string_length(v)) {
+			rc = lerr(L, "expected a column name");
+			pop(L);
+			goto out;
+		}
+		grp->sums[grp->nsums].label = recon_xstrdup(label);
+		grp->sums[grp->nsums].column = recon_xstrdup(json_string_value(v));
+		grp->nsums++;
+		pop(L);
+	}
+out:
+	pop(L);
+	return rc;
+}
+
+static void totals_release(struct recon_totals_rule *t)
+{
+	for (size_t i = 0; i < t->ngroups; i++) {
+		struct recon_totals_group *g = &t->groups[i];
+		free(g->count);
+		free(g->entry_type);
+		for (size_t j = 0; j < g->nsums; j++) {
+			free(g->sums[j].label);
+			free(g->sums[j].column);
+		}
+		free(g->sums);
+	}
+	free(t->groups);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * "totals": {"in": "trailer"|"footer", "required": bool,
+ *            "groups": [{"count": "...", "entry_type": "...", "sums": {...}}]}
+ */
+static int get_totals(struct loader *L, json_t *obj, struct recon_side *s)
+{
+	static const char *const keys[] = {"in", "required", "groups", "description", NULL};
+	static const char *const gkeys[] = {"count", "entry_type", "sums", NULL};
+	json_t *t = json_object_get(obj, "totals"), *groups, *g;
+	char *in = NULL;
+	size_t i;
+	int rc = 0;
+
+	if (!t)
+		return 0;
+	totals_release(&s->totals);
+	push(L, "totals");
+	if (json_is_null(t)) /* a side may drop its profile's totals */
+		goto out;
+	if (!json_is_object(t)) {
+		rc = lerr(L, "expected an object");
+		goto out;
+	}
+	if ((rc = check_keys(L, t, keys)) < 0 || (rc = get_str(L, t, "in", &in)) < 0 ||
+	    (rc = get_bool(L, t, "required", &s->totals.required)) < 0)
+		goto out;
+	push(L, "in");
+	if (in && !strcmp(in, "trailer"))
+		s->totals.in = RECON_TOTALS_TRAILER;
+	else if (in && !strcmp(in, "footer"))
+		s->totals.in = RECON_TOTALS_FOOTER;
+	else
+		rc = lerr(L, "expected \"trailer\" or \"footer\"");
+	pop(L);
+	if (rc < 0)
+		goto out;
+	groups = json_object_get(t, "groups");
+	push(L, "groups");
+	if (!json_is_array(groups) || !json_array_size(groups) || json_array_size(groups) > 16) {
+		rc = lerr(L, "expected an array of 1 to 16 groups");
+		pop(L);
+		goto out;
+	}
+	s->totals.groups = recon_xcalloc(json_array_size(groups), sizeof(*s->totals.groups));
+	json_array_foreach(groups, i, g)
+	{
+		struct recon_totals_group *grp = &s->totals.groups[s->totals.ngroups++];
+		char idx[24];
+		snprintf(idx, sizeof(idx), "%zu", i);
+		push(L, idx);
+		if (!json_is_object(g))
+			rc = lerr(L, "expected an object");
+		else if ((rc = check_keys(L, g, gkeys)) == 0 &&
+			 (rc = get_str(L, g, "count", &grp->count)) == 0 &&
+			 (rc = get_str(L, g, "entry_type", &grp->entry_type)) == 0 &&
+			 (rc = get_totals_sums(L, g, grp)) == 0 && !grp->count)
+			rc = lerr(L, "'count' is missing (the name or line prefix of the count)");
+		pop(L);
+		if (rc < 0)
+			break;
+	}
+	pop(L);
+out:
+	pop(L);
+	free(in);
+	if (rc < 0)
+		totals_release(&s->totals);
+	return rc;
+}
 
 /* The CSV layout keys, shared by profiles and inline sides. */
 static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
@@ -633,7 +801,12 @@ static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
 	    (rc = get_str(L, obj, "strip", &s->strip)) < 0 ||
 	    (rc = get_strv(L, obj, "comment_prefixes", &s->comment_prefixes)) < 0 ||
 	    (rc = get_strv(L, obj, "stop_prefixes", &s->stop_prefixes)) < 0 ||
-	    (rc = get_bool(L, obj, "thousands", &thousands)) < 0)
+	    (rc = get_bool(L, obj, "thousands", &thousands)) < 0 ||
+	    (rc = get_char(L, obj, "delimiter_guard", true, &s->delim_guard)) < 0 ||
+	    (rc = get_bool(L, obj, "reject_empty", &s->reject_empty)) < 0 ||
+	    (rc = get_str(L, obj, "zip_entry", &s->zip_entry)) < 0 ||
+	    (rc = get_str(L, obj, "zip_exclude", &s->zip_exclude)) < 0 ||
+	    (rc = get_totals(L, obj, s)) < 0)
 		return rc;
 	if (skip > 1000) {
 		push(L, "skip_lines");
@@ -654,7 +827,7 @@ static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, 
 {
 	int rc;
 
-	if ((rc = get_columns(L, obj, s, sql)) < 0 ||
+	if ((rc = get_columns(L, obj, s, sql)) < 0 || (rc = get_alt_columns(L, obj, s)) < 0 ||
 	    (rc = get_map(L, obj, "status_map", status_names, RECON_ST__COUNT, &s->status_map)) <
 		0 ||
 	    (rc = get_map(L, obj, "entry_types", entry_names, 5, &s->entry_types)) < 0 ||
@@ -774,7 +947,8 @@ static const char *const side_keys[] = {
     "kind",	 "path",	"format",     "table",	     "dsn_env",		 "columns",
     "timezone",	 "currency",	"status_map", "entry_types", "encoding",	 "delimiter",
     "quote",	 "header",	"skip_lines", "strip",	     "comment_prefixes", "stop_prefixes",
-    "thousands", "description", NULL};
+    "thousands", "description", "alt_columns", "delimiter_guard", "reject_empty", "zip_entry",
+    "zip_exclude", "totals", NULL};
 
 static bool env_name_ok(const char *s)
 {
@@ -892,9 +1066,11 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
 		goto out;
 	if (sql) {
-		static const char *const csv_only[] = {"encoding",	   "delimiter",	    "quote",
-						       "header",	   "skip_lines",    "strip",
-						       "comment_prefixes", "stop_prefixes", NULL};
+		static const char *const csv_only[] = {
+		    "encoding",	     "delimiter",	"quote",	   "header",
+		    "skip_lines",    "strip",		"comment_prefixes", "stop_prefixes",
+		    "alt_columns",   "delimiter_guard", "reject_empty",	   "zip_entry",
+		    "zip_exclude",   "totals",		NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
 				push(L, csv_only[i]);
@@ -974,6 +1150,27 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	pop(L);
 	if (rc < 0)
 		goto out;
+	if (s->totals.in != RECON_TOTALS_NONE) {
+		push(L, "totals");
+		if (s->totals.in == RECON_TOTALS_TRAILER && !s->stop_prefixes)
+			rc = lerr(L, "trailer totals need 'stop_prefixes' (where the trailer starts)");
+		else if (s->totals.in == RECON_TOTALS_FOOTER && !s->comment_prefixes)
+			rc = lerr(L, "footer totals need 'comment_prefixes' (the footer's lines)");
+		else if (!s->header)
+			rc = lerr(L, "totals name detail columns: the csv needs a header");
+		for (size_t i = 0; rc == 0 && i < s->totals.ngroups; i++)
+			if (s->totals.groups[i].entry_type && !s->cols[RECON_COL_ENTRY_TYPE])
+				rc = lerr(L, "a group filters on 'entry_type', which is not mapped");
+		pop(L);
+		if (rc < 0)
+			goto out;
+	}
+	if (s->delim_guard && s->quote) {
+		push(L, "delimiter_guard");
+		rc = lerr(L, "needs \"quote\": \"\" (a guarded delimiter means no quoting)");
+		pop(L);
+		goto out;
+	}
 	if (s->currency) {
 		push(L, "currency");
 		for (char *p = s->currency; *p; p++)
@@ -1012,7 +1209,11 @@ static void side_release(struct recon_side *s)
 	free(s->strip);
 	free_strv(s->comment_prefixes);
 	free_strv(s->stop_prefixes);
-	free(s->totals.label);
+	for (int c = 0; c < RECON_COL__COUNT; c++)
+		free_strv(s->alt_cols[c]);
+	free(s->zip_entry);
+	free(s->zip_exclude);
+	totals_release(&s->totals);
 }
 
 void recon_job_free(struct recon_job *job)
@@ -1026,6 +1227,12 @@ void recon_job_free(struct recon_job *job)
 	recon_tz_free(job->tz);
 	side_release(&job->upstream);
 	side_release(&job->local);
+	free(job->actions.writer_dsn_env);
+	for (int i = 0; i < RECON_ST__COUNT; i++)
+		free(job->actions.replay_status[i]);
+	free(job->actions.repush_event);
+	free(job->actions.transition_to);
+	free_strv(job->actions.transition_from);
 	free(job->state_path);
 	free(job->heartbeat_path);
 	free(job->config_text);
@@ -1044,11 +1251,110 @@ static bool job_name_ok(const char *s)
 	return s[0] != '.';
 }
 
+/* "actions": writer, replay words, re-push event, guarded transition. */
+static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
+{
+	static const char *const keys[] = {"enabled",	   "writer_dsn_env", "replay_status",
+					   "repush_event", "transition",     NULL};
+	static const char *const tkeys[] = {"to", "from", NULL};
+	struct recon_actions_cfg *a = &job->actions;
+	json_t *v = json_object_get(root, "actions"), *rs, *tr;
+	int rc = 0;
+
+	a->enabled = true;
+	/* replay words default to the first local word mapping to each status */
+	for (size_t i = job->local.status_map.n; i-- > 0;) {
+		const struct recon_map_entry *e = &job->local.status_map.v[i];
+		free(a->replay_status[e->value]);
+		a->replay_status[e->value] = recon_xstrdup(e->word);
+	}
+	if (!v)
+		goto out_defaults;
+	push(L, "actions");
+	if (!json_is_object(v)) {
+		rc = lerr(L, "expected an object");
+		goto out;
+	}
+	if ((rc = check_keys(L, v, keys)) < 0 || (rc = get_bool(L, v, "enabled", &a->enabled)) < 0 ||
+	    (rc = get_str(L, v, "writer_dsn_env", &a->writer_dsn_env)) < 0 ||
+	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0)
+		goto out;
+	if (a->writer_dsn_env) {
+		push(L, "writer_dsn_env");
+		if (job->local.kind != RECON_KIND_POSTGRES && job->local.kind != RECON_KIND_MYSQL)
+			rc = lerr(L, "only postgres and mysql local sides take a writer DSN (a "
+				     "sqlite local side is written through its own file)");
+		else if (!env_name_ok(a->writer_dsn_env))
+			rc = lerr(L, "'%s' is not a valid environment variable name",
+				  a->writer_dsn_env);
+		pop(L);
+		if (rc < 0)
+			goto out;
+	}
+	rs = json_object_get(v, "replay_status");
+	if (rs) {
+		const char *st;
+		json_t *w;
+		push(L, "replay_status");
+		if (!json_is_object(rs)) {
+			rc = lerr(L, "expected an object such as {\"success\": \"PAID\"}");
+			pop(L);
+			goto out;
+		}
+		json_object_foreach(rs, st, w) {
+			int i;
+			for (i = 0; i < RECON_ST__COUNT; i++)
+				if (!strcmp(st, status_names[i]))
+					break;
+			push(L, st);
+			if (i == RECON_ST__COUNT)
+				rc = lerr(L, "unknown status (success, refunded, closed, pending)");
+			else if (!json_is_string(w) || !json_string_length(w))
+				rc = lerr(L, "expected the local status word to write");
+			else if (recon_map_get(&job->local.status_map, json_string_value(w),
+					       json_string_length(w)) != i)
+				rc = lerr(L, "'%s' does not map to '%s' in the local status map",
+					  json_string_value(w), st);
+			pop(L);
+			if (rc < 0) {
+				pop(L);
+				goto out;
+			}
+			free(a->replay_status[i]);
+			a->replay_status[i] = recon_xstrdup(json_string_value(w));
+		}
+		pop(L);
+	}
+	tr = json_object_get(v, "transition");
+	if (tr) {
+		push(L, "transition");
+		if (!json_is_object(tr))
+			rc = lerr(L, "expected {\"to\": WORD, \"from\": [WORDS]}");
+		else if ((rc = check_keys(L, tr, tkeys)) == 0 &&
+			 (rc = get_str(L, tr, "to", &a->transition_to)) == 0)
+			rc = get_strv(L, tr, "from", &a->transition_from);
+		if (rc == 0 && (!a->transition_to || !a->transition_from || !a->transition_from[0]))
+			rc = lerr(L, "needs both 'to' and a non-empty 'from'");
+		if (rc == 0 && !job->local.cols[RECON_COL_STATUS])
+			rc = lerr(L, "the local side maps no status column to move");
+		pop(L);
+		if (rc < 0)
+			goto out;
+	}
+out:
+	pop(L);
+out_defaults:
+	if (rc == 0 && !a->repush_event)
+		a->repush_event = recon_xstrdup("recon.repush");
+	return rc;
+}
+
 static const char *const job_keys[] = {
     "job",	   "description", "timezone",	"currency",
     "upstream",	   "local",	  "status_map", "amount_tolerance_minor",
     "stuck_after", "margin",	  "hot",	"max_rejects",
-    "state",	   "heartbeat",	  "check",	NULL};
+    "state",	   "heartbeat",	  "check",	"actions",
+    NULL};
 
 /* Side zone and currency defaults, then the zone itself. */
 static int finish_side(struct loader *L, struct recon_job *job, struct recon_side *s)
@@ -1194,6 +1500,8 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 		if ((rc = finish_side(&L, job, s)) < 0)
 			goto out;
 	}
+	if ((rc = get_actions(&L, root, job)) < 0)
+		goto out;
 	if ((rc = get_count(&L, root, "amount_tolerance_minor", &job->tolerance_minor)) < 0 ||
 	    (rc = get_duration(&L, root, "stuck_after", &job->stuck_after_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "margin", &job->margin_ms)) < 0 ||

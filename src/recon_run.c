@@ -270,6 +270,10 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	if ((rc = recon_state_record_diffs(st, job->name, sum->run_id, ctx->now, diffs, json,
 					   ndiffs, cmp, !ctx->dry_run, &sum->resolved, err)) < 0)
 		goto fail;
+	/* differences are committed: now act on them, each action idempotent */
+	if ((rc = recon_actions_run(job, st, sum->run_id, ctx->now, ctx->dry_run, diffs, json,
+				    ndiffs, &sum->actions, err)) < 0)
+		goto fail;
 
 	sum->duration_ms = monotonic_ms() - t0;
 	sum->success = true;

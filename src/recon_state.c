@@ -573,3 +573,104 @@ out:
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }
+
+/* ---- tickets and actions -------------------------------------------------- */
+
+int recon_state_ticket(struct recon_state *st, const char *job, const char *key,
+		       const char *klass, const char *severity, int64_t run_id, int64_t now,
+		       const char *json, bool *opened, struct recon_err *err)
+{
+	sqlite3_stmt *ins = NULL, *upd = NULL;
+	int rc = 0;
+
+	*opened = false;
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO tickets (job, key, class, severity, opened_run, "
+			       "opened_at_ms, last_seen_run, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+			       "?5, ?7) ON CONFLICT (job, key, class) DO NOTHING",
+			       -1, &ins, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db,
+			       "UPDATE tickets SET last_seen_run = ?4 WHERE job = ?1 AND key = ?2 "
+			       "AND class = ?3 AND last_seen_run < ?4",
+			       -1, &upd, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record a ticket");
+		goto out;
+	}
+	sqlite3_bind_text(ins, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 3, klass, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 4, severity, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ins, 5, run_id);
+	sqlite3_bind_int64(ins, 6, now);
+	sqlite3_bind_text(ins, 7, json, -1, SQLITE_STATIC);
+	if (sqlite3_step(ins) != SQLITE_DONE) {
+		rc = db_err(st, err, "cannot record a ticket");
+		goto out;
+	}
+	if (sqlite3_changes(st->db) > 0) {
+		*opened = true;
+		goto out;
+	}
+	sqlite3_bind_text(upd, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(upd, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(upd, 3, klass, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(upd, 4, run_id);
+	if (sqlite3_step(upd) != SQLITE_DONE)
+		rc = db_err(st, err, "cannot record a ticket");
+out:
+	sqlite3_finalize(ins);
+	sqlite3_finalize(upd);
+	return rc;
+}
+
+int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, const char *klass,
+		       const char *action, const char *outcome, int attempts, const char *error,
+		       struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO actions (run_id, key, class, action, outcome, attempts, "
+			       "error) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record an action");
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, run_id);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, klass, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 4, action, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 5, outcome, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, 6, attempts);
+	if (error)
+		sqlite3_bind_text(q, 7, error, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, 7);
+	if (sqlite3_step(q) != SQLITE_DONE)
+		rc = db_err(st, err, "cannot record an action");
+out:
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int recon_state_run_actions(struct recon_state *st, int64_t run_id, const char *actions_json,
+			    uint64_t retries, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET actions_json = ?, retries = ? WHERE id = ?",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record the run's actions");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, actions_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)retries);
+	sqlite3_bind_int64(q, 3, run_id);
+	if (sqlite3_step(q) != SQLITE_DONE)
+		rc = db_err(st, err, "cannot record the run's actions");
+out:
+	sqlite3_finalize(q);
+	return rc;
+}

@@ -33,9 +33,9 @@ cp -R "$case_dir"/. "$work"/
 cd "$work"
 if [ -f flow.sql ]; then
 	if head -n 1 flow.sql | grep -q '^-- uses payment_flow'; then
-		cat "$src/sql/sqlite/payment_flow.sql" flow.sql | sqlite3 flow.db
+		cat "$src/sql/sqlite/payment_flow.sql" "$src/sql/sqlite/merchant.sql" flow.sql | sqlite3 flow.db
 	elif [ -f "$case_dir/from" ]; then
-		cat "$src/sql/sqlite/payment_flow.sql" flow.sql | sqlite3 flow.db
+		cat "$src/sql/sqlite/payment_flow.sql" "$src/sql/sqlite/merchant.sql" flow.sql | sqlite3 flow.db
 	else
 		sqlite3 flow.db < flow.sql
 	fi

@@ -14,7 +14,8 @@ setup_example() {
 	rm -rf "$WORK/ex"
 	cp -R "$SRC/examples/basic" "$WORK/ex"
 	rm -rf "$WORK/ex/state" "$WORK/ex/flow.db"
-	cat "$SRC/sql/sqlite/payment_flow.sql" "$WORK/ex/flow.sql" | sqlite3 "$WORK/ex/flow.db"
+	cat "$SRC/sql/sqlite/payment_flow.sql" "$SRC/sql/sqlite/merchant.sql" "$WORK/ex/flow.sql" |
+		sqlite3 "$WORK/ex/flow.db"
 	JOB=$WORK/ex/job.json
 	DB=$WORK/ex/state/recon.db
 }

@@ -31,11 +31,30 @@ check "the heartbeat file exists" test -s "$WORK/ex/state/recon.prom"
 check "six open differences" \
 	test "$(sql "SELECT count(*) FROM differences WHERE resolved_at_ms IS NULL")" = 6
 
-# the missing order arrives, the amount is corrected: a rerun resolves both
-sqlite3 "$WORK/ex/flow.db" "INSERT INTO payment_flow (out_trade_no, amount_cents, status, created_at)
-	VALUES ('ORD-1002', 5000, 'PAID', '2024-01-16 09:30:00');
-	UPDATE payment_flow SET amount_cents = 8800 WHERE out_trade_no = 'ORD-1005';"
-expect_exit 0 "rerun of the day" "$RECON" rerun --job "$JOB" --from 2024-01-16 --to 2024-01-16 --quiet
+# run 1 acted: the missing order replayed with its idempotency record, tickets opened,
+# the stuck order re-pushed through the outbox
+flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
+check "run 1 replayed ORD-1002 as PAID at its upstream time" \
+	test "$(flow "SELECT amount_cents || ' ' || status || ' ' || created_at FROM payment_flow WHERE out_trade_no = 'ORD-1002'")" = "5000 PAID 2024-01-16 09:30:11"
+check "with its idempotency record" \
+	test "$(flow "SELECT idem_key || ' ' || biz_type FROM idempotency_record")" = "recon:example_payments:replay:ORD-1002 recon_replay"
+check "run 1 opened four tickets in the flow database" \
+	test "$(flow "SELECT group_concat(biz_key || ':' || class || ':' || severity, ' ') FROM (SELECT * FROM recon_ticket ORDER BY biz_key)")" = \
+	"ORD-1003:extra:normal ORD-1005:amount_mismatch:critical ORD-1006:status_mismatch:normal ORD-1007:duplicate:normal"
+check "and in the state store" test "$(sql "SELECT count(*) FROM tickets WHERE status = 'open'")" = 4
+check "run 1 re-pushed the stuck order" \
+	test "$(flow "SELECT biz_key || ' ' || event FROM recon_outbox")" = "ORD-1004 recon.repush"
+check "the amount mismatch raised an alert" grep -q "ALERT amount_mismatch job 'example_payments' key 'ORD-1005'" "$WORK/err"
+"$RECON" tickets --job "$JOB" --format csv > "$WORK/tickets.csv"
+check "recon tickets lists them" test "$(grep -c '^ORD-' "$WORK/tickets.csv")" = 4
+
+# the amount is corrected by hand: a rerun resolves it, and ORD-1002 (replayed) too
+flow "UPDATE payment_flow SET amount_cents = 8800 WHERE out_trade_no = 'ORD-1005'"
+expect_exit 0 "rerun of the day" "$RECON" rerun --job "$JOB" --from 2024-01-16 --to 2024-01-16 --json
+check "run 2 replays nothing and opens nothing" \
+	grep -q '"actions":{"replay":{},"ticket":{"already":3},"repush":{"already":1},"transition":{},"alert":{},"retries":0}' "$WORK/out"
+check "nothing written twice" \
+	test "$(flow "SELECT (SELECT count(*) FROM payment_flow) || ' ' || (SELECT count(*) FROM idempotency_record) || ' ' || (SELECT count(*) FROM recon_ticket) || ' ' || (SELECT count(*) FROM recon_outbox)")" = "15 1 4 1"
 check "ORD-1002 and ORD-1005 are resolved" \
 	test "$(sql "SELECT group_concat(key) FROM (SELECT key FROM differences WHERE resolved_at_ms IS NOT NULL ORDER BY key)")" = "ORD-1002,ORD-1005"
 check "four stay open" \

@@ -1,0 +1,145 @@
+/*
+ * recon_action: the compensations a run drives after its differences are
+ * committed (DESIGN classification table), and the writers they go through.
+ *
+ *   missing          -> replay: the upstream order inserted into the local flow
+ *                       table with its idempotency record, in one transaction
+ *   extra            -> ticket (never a refund, never a delete)
+ *   stuck            -> re-push: an outbox event; optionally a guarded transition
+ *   amount_mismatch  -> critical ticket + alert line; never auto-fixed
+ *   status_mismatch,
+ *   duplicate        -> ticket
+ *
+ * Every write is idempotent through a unique key ((job, key, class) tickets,
+ * (job, key, event) outbox rows, the business key and idem_key for replays),
+ * so a run killed at any point and run again ends in the state of one clean
+ * run. Transient failures are retried with the same idempotency key
+ * (exponential backoff with jitter); anything else fails the action and the
+ * run. --dry-run performs nothing and reports what it would have done.
+ */
+#ifndef RECON_ACTION_H
+#define RECON_ACTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recon_compare.h"
+#include "recon_err.h"
+#include "recon_job.h"
+
+/* Returned by writers for failures worth retrying (lost connection, deadlock, busy). */
+#define RECON_ERETRY (-10)
+
+/* ---- writers: one read-write connection per run, apart from the readers ---- */
+
+struct recon_writer;
+
+struct recon_writer_ops {
+	const char *kind; /* "sqlite", "postgres", "mysql" */
+	/* Opens the job's writer database (job->actions): RECON_EUNAVAIL when down. */
+	int (*open)(struct recon_writer **out, const struct recon_job *job,
+		    struct recon_err *err);
+	int (*begin)(struct recon_writer *w, struct recon_err *err);
+	int (*commit)(struct recon_writer *w, struct recon_err *err);
+	void (*rollback)(struct recon_writer *w); /* no-op outside a transaction */
+	/*
+	 * Runs sql with text parameters (NULL = SQL NULL) written with the
+	 * dialect's placeholders (recon_writer_ph); *affected = rows changed.
+	 * RECON_ERETRY for transient failures (the connection is re-established
+	 * on the next call when it was lost); other failures RECON_EUNAVAIL
+	 * (server gone for good) or RECON_EINPUT (the data was refused).
+	 */
+	int (*exec)(struct recon_writer *w, const char *sql, const char *const *params, int n,
+		    int64_t *affected, struct recon_err *err);
+	/*
+	 * The parameter text for the local time column holding instant utc_ms,
+	 * and the SQL expression wrapping its placeholder ("%s" or "%s::timestamptz").
+	 */
+	int (*time_param)(struct recon_writer *w, int64_t utc_ms, char *buf, size_t size,
+			  const char **wrap, struct recon_err *err);
+	void (*close)(struct recon_writer *w); /* NULL-safe */
+};
+
+struct recon_writer {
+	const struct recon_writer_ops *ops;
+	const struct recon_job *job;
+};
+
+extern const struct recon_writer_ops recon_writer_sqlite;
+extern const struct recon_writer_ops recon_writer_postgres;
+extern const struct recon_writer_ops recon_writer_mysql;
+
+/* The writer ops for the job's local kind, or NULL (csv: nothing to write to). */
+const struct recon_writer_ops *recon_writer_ops_for(enum recon_kind kind);
+
+/* Placeholder number i (1-based) in the writer's dialect: "$3" or "?". */
+const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size_t size);
+/* Identifier quote character of the dialect: '"' or '`'. */
+char recon_writer_quote(const struct recon_writer *w);
+
+/* ---- retries ---- */
+
+struct recon_retry_policy {
+	int max_attempts;  /* 5 */
+	int64_t first_ms;  /* 100 */
+	int64_t cap_ms;	   /* 5000 */
+	uint64_t seed;	   /* jitter PRNG state */
+	void (*sleep_ms)(int64_t ms, void *arg); /* NULL: nanosleep */
+	void *sleep_arg;
+};
+void recon_retry_policy_init(struct recon_retry_policy *p, uint64_t seed);
+/* Delay before attempt n (n >= 2): first * 2^(n-2), capped, with jitter in [d/2, d]. */
+int64_t recon_retry_delay(struct recon_retry_policy *p, int attempt);
+/*
+ * Calls fn until it returns something other than RECON_ERETRY or the attempts
+ * run out; *attempts receives how many were made. A last RECON_ERETRY becomes
+ * RECON_EUNAVAIL ("gave up after 5 attempts: ...").
+ */
+int recon_retry(struct recon_retry_policy *p, int (*fn)(void *arg, struct recon_err *err),
+		void *arg, int *attempts, struct recon_err *err);
+
+/* ---- the actions of one run ---- */
+
+enum recon_action_kind {
+	RECON_ACT_REPLAY = 0,
+	RECON_ACT_TICKET,
+	RECON_ACT_REPUSH,
+	RECON_ACT_TRANSITION,
+	RECON_ACT_ALERT,
+	RECON_ACT__COUNT
+};
+enum recon_action_outcome {
+	RECON_OUT_DONE = 0, /* inserted, opened, published, moved */
+	RECON_OUT_ALREADY,  /* the idempotent write found it done before */
+	RECON_OUT_SKIPPED,  /* not configured (e.g. no writer for a csv local side) */
+	RECON_OUT_WOULD,    /* dry run: what would have been done */
+	RECON_OUT_FAILED,
+	RECON_OUT__COUNT
+};
+const char *recon_action_name(enum recon_action_kind a);
+const char *recon_action_outcome_name(enum recon_action_outcome o);
+
+struct recon_action_counts {
+	uint64_t n[RECON_ACT__COUNT][RECON_OUT__COUNT];
+	uint64_t retries;
+};
+
+/* {"replay":{"done":1},"ticket":{...},...,"retries":0}: caller frees with free(). */
+char *recon_action_counts_json(const struct recon_action_counts *c);
+
+struct recon_state;
+
+/*
+ * Acts on the differences of run `run_id` (diffs[i] rendered as json[i]).
+ * Tickets go to the state store always, and to the writer's recon_ticket
+ * when the job has a writer. Each action is recorded in the state store.
+ * Returns 0 when every action succeeded (or was skipped/dry), else the first
+ * failure's error (RECON_EUNAVAIL when the writer is down).
+ */
+RECON_MUSTCHECK int recon_actions_run(const struct recon_job *job, struct recon_state *st,
+				      int64_t run_id, int64_t now, bool dry_run,
+				      const struct recon_diff *diffs, char *const *json, size_t n,
+				      struct recon_action_counts *counts, struct recon_err *err);
+
+#endif

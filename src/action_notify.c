@@ -1,0 +1,131 @@
+/*
+ * Tickets, outbox re-pushes and guarded transitions in the merchant's
+ * database, each unique on its business identity so that writing it twice is
+ * a no-op: recon_ticket (job, biz_key, class), recon_outbox (job, biz_key,
+ * event), and an UPDATE whose WHERE clause admits only the allowed states.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_action.h"
+#include "recon_buf.h"
+#include "recon_mem.h"
+#include "recon_normalize.h"
+
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job,
+			       const char *key, const char *klass, const char *severity,
+			       int64_t run_id, const char *json, int64_t *affected,
+			       struct recon_err *err);
+int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
+			const char *json, int64_t *affected, struct recon_err *err);
+int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
+			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
+
+/* INSERT INTO table (cols...) VALUES (phs...) + the dialect's do-nothing-on-conflict. */
+static void insert_unique(struct recon_writer *w, struct recon_buf *sql, const char *table,
+			  const char *const *cols, int ncols, const char *const *unique,
+			  int nunique)
+{
+	char q = recon_writer_quote(w), ph[16];
+
+	recon_buf_addf(sql, "INSERT INTO %c%s%c (", q, table, q);
+	for (int i = 0; i < ncols; i++)
+		recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
+	recon_buf_adds(sql, ") VALUES (");
+	for (int i = 0; i < ncols; i++)
+		recon_buf_addf(sql, "%s%s", i ? ", " : "", recon_writer_ph(w, i + 1, ph, sizeof(ph)));
+	recon_buf_adds(sql, ")");
+	if (q == '`') {
+		recon_buf_addf(sql, " ON DUPLICATE KEY UPDATE `%s` = `%s`", unique[0], unique[0]);
+	} else {
+		recon_buf_adds(sql, " ON CONFLICT (");
+		for (int i = 0; i < nunique; i++)
+			recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, unique[i], q);
+		recon_buf_adds(sql, ") DO NOTHING");
+	}
+}
+
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job,
+			       const char *key, const char *klass, const char *severity,
+			       int64_t run_id, const char *json, int64_t *affected,
+			       struct recon_err *err)
+{
+	static const char *const cols[] = {"job", "biz_key", "class", "severity", "run_id",
+					   "detail"};
+	static const char *const unique[] = {"job", "biz_key", "class"};
+	struct recon_buf sql;
+	char run[32];
+	const char *params[6];
+	int rc;
+
+	snprintf(run, sizeof(run), "%lld", (long long)run_id);
+	params[0] = job->name;
+	params[1] = key;
+	params[2] = klass;
+	params[3] = severity;
+	params[4] = run;
+	params[5] = json;
+	recon_buf_init(&sql);
+	insert_unique(w, &sql, "recon_ticket", cols, 6, unique, 3);
+	rc = w->ops->exec(w, sql.s, params, 6, affected, err);
+	recon_buf_release(&sql);
+	return rc;
+}
+
+int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
+			const char *json, int64_t *affected, struct recon_err *err)
+{
+	static const char *const cols[] = {"job", "biz_key", "event", "payload"};
+	static const char *const unique[] = {"job", "biz_key", "event"};
+	const char *params[4] = {job->name, key, job->actions.repush_event, json};
+	struct recon_buf sql;
+	int rc;
+
+	recon_buf_init(&sql);
+	insert_unique(w, &sql, "recon_outbox", cols, 4, unique, 3);
+	rc = w->ops->exec(w, sql.s, params, 4, affected, err);
+	recon_buf_release(&sql);
+	return rc;
+}
+
+int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
+			    const struct recon_diff *d, int64_t *affected, struct recon_err *err)
+{
+	const struct recon_side *l = &job->local;
+	const struct recon_actions_cfg *a = &job->actions;
+	char q = recon_writer_quote(w), ph[16];
+	const char **params = NULL;
+	char *parts = recon_xstrndup(d->key, d->key_len), *p = parts;
+	struct recon_buf sql;
+	int np = 0, nfrom = 0, rc;
+
+	while (a->transition_from[nfrom])
+		nfrom++;
+	params = recon_xcalloc((size_t)(1 + l->nkey + (unsigned)nfrom), sizeof(*params));
+	recon_buf_init(&sql);
+	params[np++] = a->transition_to;
+	recon_buf_addf(&sql, "UPDATE %c%s%c SET %c%s%c = %s WHERE ", q, l->table, q, q,
+		       l->cols[RECON_COL_STATUS], q, recon_writer_ph(w, 1, ph, sizeof(ph)));
+	for (unsigned i = 0; i < l->nkey; i++) {
+		char *sep = strchr(p, RECON_KEY_SEP);
+		if (sep)
+			*sep = '\0';
+		params[np++] = p;
+		recon_buf_addf(&sql, "%c%s%c = %s AND ", q, l->cols[RECON_COL_KEY0 + i], q,
+			       recon_writer_ph(w, np, ph, sizeof(ph)));
+		p = sep ? sep + 1 : p + strlen(p);
+	}
+	/* the guard: only from the states the job allows, so a second run changes nothing */
+	recon_buf_addf(&sql, "%c%s%c IN (", q, l->cols[RECON_COL_STATUS], q);
+	for (int i = 0; i < nfrom; i++) {
+		params[np++] = a->transition_from[i];
+		recon_buf_addf(&sql, "%s%s", i ? ", " : "", recon_writer_ph(w, np, ph, sizeof(ph)));
+	}
+	recon_buf_adds(&sql, ")");
+	rc = w->ops->exec(w, sql.s, params, np, affected, err);
+	recon_buf_release(&sql);
+	free(params);
+	free(parts);
+	return rc;
+}

@@ -1,0 +1,174 @@
+/*
+ * Replay of a missing order, per SQL dialect: the upstream order inserted into
+ * the local flow table and its idempotency record, in one local transaction.
+ *
+ *   PostgreSQL, SQLite: INSERT ... ON CONFLICT (key) DO NOTHING
+ *   MySQL/MariaDB:      INSERT ... ON DUPLICATE KEY UPDATE key = key
+ *                       (affected rows 0: already there; not INSERT IGNORE,
+ *                       which would hide every other error)
+ *
+ * Never SELECT-then-INSERT: the business table's unique key decides.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_action.h"
+#include "recon_buf.h"
+#include "recon_mem.h"
+#include "recon_money.h"
+#include "recon_normalize.h"
+#include "recon_sha256.h"
+
+int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
+			const struct recon_diff *d, int64_t *affected, struct recon_err *err);
+
+/* "recon:<job>:replay:<key>", or a digest of it when longer than the column allows. */
+static void idem_key(const struct recon_job *job, const char *key, char *out, size_t size)
+{
+	struct recon_buf b;
+
+	recon_buf_init(&b);
+	recon_buf_addf(&b, "recon:%s:replay:%s", job->name, key);
+	if (b.len <= 128) {
+		snprintf(out, size, "%s", b.s);
+	} else {
+		char hex[65];
+		recon_sha256_hex(b.s, b.len, hex);
+		snprintf(out, size, "recon:replay:%s", hex);
+	}
+	recon_buf_release(&b);
+}
+
+/* Appends the dialect's "insert unless the unique key exists" clause. */
+static void on_conflict(struct recon_writer *w, struct recon_buf *sql, const char *const *cols,
+			unsigned ncols)
+{
+	char q = recon_writer_quote(w);
+
+	if (q == '`') {
+		recon_buf_addf(sql, " ON DUPLICATE KEY UPDATE `%s` = `%s`", cols[0], cols[0]);
+		return;
+	}
+	recon_buf_adds(sql, " ON CONFLICT (");
+	for (unsigned i = 0; i < ncols; i++)
+		recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
+	recon_buf_adds(sql, ") DO NOTHING");
+}
+
+int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
+			const struct recon_diff *d, int64_t *affected, struct recon_err *err)
+{
+	const struct recon_side *l = &job->local;
+	const char *params[RECON_KEY_PARTS_MAX + 4], *cols[RECON_KEY_PARTS_MAX];
+	const char *wrap = "%s", *status;
+	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160], key[1100];
+	char *parts = NULL;
+	struct recon_buf sql, vals;
+	int np = 0, rc = 0;
+	int64_t idem_affected = 0;
+
+	recon_buf_init(&sql);
+	recon_buf_init(&vals);
+	status = job->actions.replay_status[d->up.status];
+	if (!status) {
+		rc = recon_err_set(err, RECON_ECONFIG, "actions.replay_status",
+				   "no local status word maps to '%s': cannot replay",
+				   recon_status_name(d->up.status));
+		goto out;
+	}
+	/* key parts */
+	parts = recon_xstrndup(d->key, d->key_len);
+	{
+		char *p = parts;
+		for (unsigned i = 0; i < l->nkey; i++) {
+			char *sep = strchr(p, RECON_KEY_SEP);
+			if (sep)
+				*sep = '\0';
+			params[np] = p;
+			cols[np] = l->cols[RECON_COL_KEY0 + i];
+			np++;
+			p = sep ? sep + 1 : p + strlen(p);
+		}
+	}
+	recon_buf_addf(&sql, "INSERT INTO %c%s%c (", q, l->table, q);
+	for (int i = 0; i < np; i++) {
+		recon_buf_addf(&sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
+		recon_buf_addf(&vals, "%s%s", i ? ", " : "", recon_writer_ph(w, i + 1, ph, sizeof(ph)));
+	}
+	if (l->cols[RECON_COL_AMOUNT_MINOR]) {
+		snprintf(amount, sizeof(amount), "%lld", (long long)d->up.amount);
+	} else {
+		int e = recon_money_exponent(d->up.currency);
+		recon_money_format(d->up.amount, e < 0 ? 0 : e, amount, sizeof(amount));
+	}
+	recon_buf_addf(&sql, ", %c%s%c",  q,
+		       l->cols[RECON_COL_AMOUNT_MINOR] ? l->cols[RECON_COL_AMOUNT_MINOR]
+						       : l->cols[RECON_COL_AMOUNT],
+		       q);
+	params[np++] = amount;
+	recon_buf_addf(&vals, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
+	if (l->cols[RECON_COL_CURRENCY]) {
+		recon_buf_addf(&sql, ", %c%s%c", q, l->cols[RECON_COL_CURRENCY], q);
+		params[np++] = d->up.currency;
+		recon_buf_addf(&vals, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
+	}
+	if (l->cols[RECON_COL_STATUS]) {
+		recon_buf_addf(&sql, ", %c%s%c", q, l->cols[RECON_COL_STATUS], q);
+		params[np++] = status;
+		recon_buf_addf(&vals, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
+	}
+	if ((rc = w->ops->time_param(w, d->up.time, when, sizeof(when), &wrap, err)) < 0)
+		goto out;
+	recon_buf_addf(&sql, ", %c%s%c) VALUES (%s, ", q, l->cols[RECON_COL_TIME], q, vals.s);
+	params[np++] = when;
+	{
+		/* wrap is "%s" with text around it ("%s::timestamptz"): put the placeholder in */
+		const char *at = strstr(wrap, "%s");
+		if (!at) {
+			rc = recon_err_set(err, RECON_EINTERNAL, NULL, "bad time wrapper '%s'", wrap);
+			goto out;
+		}
+		recon_buf_add(&sql, wrap, (size_t)(at - wrap));
+		recon_buf_adds(&sql, recon_writer_ph(w, np, ph, sizeof(ph)));
+		recon_buf_adds(&sql, at + 2);
+	}
+	recon_buf_adds(&sql, ")");
+	on_conflict(w, &sql, cols, l->nkey);
+
+	if ((rc = w->ops->begin(w, err)) < 0)
+		goto out;
+	if ((rc = w->ops->exec(w, sql.s, params, np, affected, err)) < 0)
+		goto rollback;
+	/* the idempotency record, in the same transaction */
+	recon_key_display(d->key, d->key_len, key, sizeof(key));
+	idem_key(job, key, idem, sizeof(idem));
+	recon_buf_reset(&sql);
+	recon_buf_addf(&sql,
+		       "INSERT INTO %cidempotency_record%c (%cidem_key%c, %cbiz_type%c, %cstatus%c, "
+		       "%cresult%c) VALUES (",
+		       q, q, q, q, q, q, q, q, q, q);
+	for (int i = 1; i <= 4; i++)
+		recon_buf_addf(&sql, "%s%s", i > 1 ? ", " : "", recon_writer_ph(w, i, ph, sizeof(ph)));
+	recon_buf_adds(&sql, ")");
+	{
+		const char *icol = "idem_key";
+		on_conflict(w, &sql, &icol, 1);
+	}
+	{
+		const char *ip[4] = {idem, "recon_replay", "done",
+				     *affected > 0 ? "inserted" : "already present"};
+		if ((rc = w->ops->exec(w, sql.s, ip, 4, &idem_affected, err)) < 0)
+			goto rollback;
+	}
+	if ((rc = w->ops->commit(w, err)) < 0)
+		goto rollback;
+	goto out;
+rollback:
+	w->ops->rollback(w);
+out:
+	free(parts);
+	recon_buf_release(&sql);
+	recon_buf_release(&vals);
+	return rc;
+}

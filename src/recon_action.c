@@ -1,0 +1,406 @@
+/*
+ * Action dispatch: one difference -> its actions (DESIGN classification
+ * table), each idempotent, retried on transient failures, recorded in the
+ * state store, and gated by --dry-run.
+ */
+#include "recon_action.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "recon_buf.h"
+#include "recon_log.h"
+#include "recon_mem.h"
+#include "recon_money.h"
+#include "recon_normalize.h"
+#include "recon_state.h"
+
+/* Provided by action_replay.c and action_notify.c (family-internal). */
+int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
+			const struct recon_diff *d, int64_t *affected, struct recon_err *err);
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job,
+			       const char *key, const char *klass, const char *severity,
+			       int64_t run_id, const char *json, int64_t *affected,
+			       struct recon_err *err);
+int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
+			const char *json, int64_t *affected, struct recon_err *err);
+int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
+			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
+
+static const char *const action_names[] = {"replay", "ticket", "repush", "transition", "alert"};
+static const char *const outcome_names[] = {"done", "already", "skipped", "would", "failed"};
+
+const char *recon_action_name(enum recon_action_kind a)
+{
+	return (unsigned)a < RECON_ACT__COUNT ? action_names[a] : "?";
+}
+
+const char *recon_action_outcome_name(enum recon_action_outcome o)
+{
+	return (unsigned)o < RECON_OUT__COUNT ? outcome_names[o] : "?";
+}
+
+const struct recon_writer_ops *recon_writer_ops_for(enum recon_kind kind)
+{
+	switch (kind) {
+	case RECON_KIND_SQLITE:
+		return &recon_writer_sqlite;
+	case RECON_KIND_POSTGRES:
+#ifdef RECON_HAVE_POSTGRES
+		return &recon_writer_postgres;
+#else
+		return NULL;
+#endif
+	case RECON_KIND_MYSQL:
+#ifdef RECON_HAVE_MYSQL
+		return &recon_writer_mysql;
+#else
+		return NULL;
+#endif
+	case RECON_KIND_CSV:
+		return NULL;
+	}
+	return NULL;
+}
+
+const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size_t size)
+{
+	if (!strcmp(w->ops->kind, "postgres"))
+		snprintf(buf, size, "$%d", i);
+	else
+		snprintf(buf, size, "?");
+	return buf;
+}
+
+char recon_writer_quote(const struct recon_writer *w)
+{
+	return !strcmp(w->ops->kind, "mysql") ? '`' : '"';
+}
+
+/* ---- retries ----------------------------------------------------------------- */
+
+void recon_retry_policy_init(struct recon_retry_policy *p, uint64_t seed)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_attempts = 5;
+	p->first_ms = 100;
+	p->cap_ms = 5000;
+	p->seed = seed ? seed : 0x9e3779b97f4a7c15ULL;
+}
+
+/* xorshift64*: jitter only, not security */
+static uint64_t next_random(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dULL;
+}
+
+int64_t recon_retry_delay(struct recon_retry_policy *p, int attempt)
+{
+	int64_t d = p->first_ms;
+
+	for (int i = 2; i < attempt && d < p->cap_ms; i++)
+		d *= 2;
+	if (d > p->cap_ms)
+		d = p->cap_ms;
+	/* full range [d/2, d]: spreads retries of concurrent runs apart */
+	return d / 2 + (int64_t)(next_random(&p->seed) % (uint64_t)(d / 2 + 1));
+}
+
+static void default_sleep(int64_t ms, void *arg)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+	(void)arg;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int recon_retry(struct recon_retry_policy *p, int (*fn)(void *arg, struct recon_err *err),
+		void *arg, int *attempts, struct recon_err *err)
+{
+	struct recon_err e;
+	int rc = 0;
+
+	for (int n = 1; n <= p->max_attempts; n++) {
+		*attempts = n;
+		if (n > 1) {
+			int64_t ms = recon_retry_delay(p, n);
+			if (p->sleep_ms)
+				p->sleep_ms(ms, p->sleep_arg);
+			else
+				default_sleep(ms, NULL);
+		}
+		recon_err_init(&e);
+		rc = fn(arg, &e);
+		if (rc != RECON_ERETRY) {
+			if (rc < 0)
+				*err = e;
+			return rc;
+		}
+		recon_log(RECON_LOG_WARN, "attempt %d of %d failed, retrying: %s", n,
+			  p->max_attempts, e.msg);
+	}
+	recon_err_set(err, RECON_EUNAVAIL, e.where, "gave up after %d attempts: %s",
+		      p->max_attempts, e.msg);
+	return RECON_EUNAVAIL;
+}
+
+/* ---- one run's actions ---------------------------------------------------- */
+
+struct actx {
+	const struct recon_job *job;
+	struct recon_state *st;
+	int64_t run_id, now;
+	bool dry_run;
+	struct recon_writer *w; /* opened on first use */
+	bool writer_tried;
+	int writer_rc;
+	struct recon_err writer_err;
+	struct recon_retry_policy retry;
+	struct recon_action_counts *counts;
+	struct recon_err first; /* the first failure */
+};
+
+/* What one attempt of a writer action needs. */
+struct attempt {
+	struct actx *a;
+	const struct recon_diff *d;
+	const char *key, *klass, *severity, *json;
+	enum recon_action_kind kind;
+	int64_t affected;
+};
+
+static int attempt_once(void *arg, struct recon_err *err)
+{
+	struct attempt *t = arg;
+	struct recon_writer *w = t->a->w;
+
+	t->affected = 0;
+	switch (t->kind) {
+	case RECON_ACT_REPLAY:
+		return recon_action_replay(w, t->a->job, t->d, &t->affected, err);
+	case RECON_ACT_TICKET:
+		return recon_action_writer_ticket(w, t->a->job, t->key, t->klass, t->severity,
+						  t->a->run_id, t->json, &t->affected, err);
+	case RECON_ACT_REPUSH:
+		return recon_action_outbox(w, t->a->job, t->key, t->json, &t->affected, err);
+	case RECON_ACT_TRANSITION:
+		return recon_action_transition(w, t->a->job, t->d, &t->affected, err);
+	default:
+		return 0;
+	}
+}
+
+static int writer(struct actx *a, struct recon_err *err)
+{
+	const struct recon_writer_ops *ops;
+
+	if (a->writer_tried) {
+		if (a->writer_rc < 0)
+			*err = a->writer_err;
+		return a->writer_rc;
+	}
+	a->writer_tried = true;
+	ops = recon_writer_ops_for(a->job->local.kind);
+	if (!ops) {
+		a->writer_rc = RECON_ENOTFOUND; /* nothing to write to: actions skipped */
+		return a->writer_rc;
+	}
+	recon_err_init(&a->writer_err);
+	a->writer_rc = ops->open(&a->w, a->job, &a->writer_err);
+	if (a->writer_rc < 0)
+		*err = a->writer_err;
+	return a->writer_rc;
+}
+
+static void note(struct actx *a, const char *key, const char *klass, enum recon_action_kind k,
+		 enum recon_action_outcome o, int attempts, const struct recon_err *e)
+{
+	struct recon_err serr;
+	char buf[512];
+
+	a->counts->n[k][o]++;
+	if (attempts > 1)
+		a->counts->retries += (uint64_t)(attempts - 1);
+	recon_err_init(&serr);
+	if (recon_state_action(a->st, a->run_id, key, klass, recon_action_name(k),
+			       recon_action_outcome_name(o), attempts,
+			       e && e->code ? recon_err_str(e, buf, sizeof(buf)) : NULL,
+			       &serr) < 0 &&
+	    !a->first.code)
+		a->first = serr;
+	if (o == RECON_OUT_FAILED && e && !a->first.code)
+		a->first = *e;
+}
+
+/* A writer action: skipped without a writer, "would" on a dry run, else retried. */
+static void writer_action(struct actx *a, struct attempt *t)
+{
+	struct recon_err e;
+	int attempts = 0, rc;
+
+	recon_err_init(&e);
+	if (a->dry_run) {
+		note(a, t->key, t->klass, t->kind, RECON_OUT_WOULD, 0, NULL);
+		return;
+	}
+	rc = writer(a, &e);
+	if (rc == RECON_ENOTFOUND) {
+		note(a, t->key, t->klass, t->kind, RECON_OUT_SKIPPED, 0, NULL);
+		return;
+	}
+	if (rc < 0) {
+		note(a, t->key, t->klass, t->kind, RECON_OUT_FAILED, 1, &e);
+		return;
+	}
+	rc = recon_retry(&a->retry, attempt_once, t, &attempts, &e);
+	if (rc < 0) {
+		char buf[512];
+		recon_log(RECON_LOG_ERROR, "%s of '%s' failed: %s", recon_action_name(t->kind),
+			  t->key, recon_err_str(&e, buf, sizeof(buf)));
+		note(a, t->key, t->klass, t->kind, RECON_OUT_FAILED, attempts, &e);
+		return;
+	}
+	note(a, t->key, t->klass, t->kind, t->affected > 0 ? RECON_OUT_DONE : RECON_OUT_ALREADY,
+	     attempts, NULL);
+}
+
+static void ticket(struct actx *a, const struct recon_diff *d, const char *key, const char *klass,
+		   const char *severity, const char *json)
+{
+	struct attempt t = {a, d, key, klass, severity, json, RECON_ACT_TICKET, 0};
+	struct recon_err e;
+	bool opened = false;
+	int attempts = 0, rc;
+
+	if (a->dry_run) {
+		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_WOULD, 0, NULL);
+		return;
+	}
+	recon_err_init(&e);
+	if (recon_state_ticket(a->st, a->job->name, key, klass, severity, a->run_id, a->now, json,
+			       &opened, &e) < 0) {
+		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, 1, &e);
+		return;
+	}
+	/* and in the merchant's recon_ticket table when there is a writer database */
+	rc = writer(a, &e);
+	if (rc == 0) {
+		rc = recon_retry(&a->retry, attempt_once, &t, &attempts, &e);
+		if (rc < 0) {
+			note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, attempts, &e);
+			return;
+		}
+		opened = opened || t.affected > 0;
+	} else if (rc != RECON_ENOTFOUND) {
+		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, 1, &e);
+		return;
+	}
+	note(a, key, klass, RECON_ACT_TICKET, opened ? RECON_OUT_DONE : RECON_OUT_ALREADY,
+	     attempts ? attempts : 1, NULL);
+}
+
+static void alert(struct actx *a, const struct recon_diff *d, const char *key)
+{
+	char ua[40], la[40];
+	int ue = recon_money_exponent(d->up.currency), le = recon_money_exponent(d->local.currency);
+
+	recon_money_format(d->up.amount, ue < 0 ? 0 : ue, ua, sizeof(ua));
+	recon_money_format(d->local.amount, le < 0 ? 0 : le, la, sizeof(la));
+	if (!a->dry_run)
+		recon_log(RECON_LOG_ERROR,
+			  "ALERT amount_mismatch job '%s' key '%s': upstream %s %s, local %s %s",
+			  a->job->name, key, ua, d->up.currency, la, d->local.currency);
+	note(a, key, "amount_mismatch", RECON_ACT_ALERT, a->dry_run ? RECON_OUT_WOULD : RECON_OUT_DONE,
+	     a->dry_run ? 0 : 1, NULL);
+}
+
+char *recon_action_counts_json(const struct recon_action_counts *c)
+{
+	json_t *o = json_object();
+	char *s;
+
+	for (int k = 0; k < RECON_ACT__COUNT; k++) {
+		json_t *x = json_object();
+		for (int u = 0; u < RECON_OUT__COUNT; u++)
+			if (c->n[k][u])
+				json_object_set_new(x, outcome_names[u],
+						    json_integer((json_int_t)c->n[k][u]));
+		json_object_set_new(o, action_names[k], x);
+	}
+	json_object_set_new(o, "retries", json_integer((json_int_t)c->retries));
+	s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	json_decref(o);
+	return s ? s : recon_xstrdup("{}");
+}
+
+int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64_t run_id,
+		      int64_t now, bool dry_run, const struct recon_diff *diffs, char *const *json,
+		      size_t n, struct recon_action_counts *counts, struct recon_err *err)
+{
+	struct actx a;
+	char key[1100];
+	char *cj;
+	int rc = 0;
+
+	memset(counts, 0, sizeof(*counts));
+	memset(&a, 0, sizeof(a));
+	a.job = job;
+	a.st = st;
+	a.run_id = run_id;
+	a.now = now;
+	a.dry_run = dry_run || !job->actions.enabled;
+	a.counts = counts;
+	recon_retry_policy_init(&a.retry, (uint64_t)now ^ ((uint64_t)run_id << 32));
+	for (size_t i = 0; i < n; i++) {
+		const struct recon_diff *d = &diffs[i];
+		const char *klass = recon_class_name(d->klass);
+		struct attempt t = {&a, d, key, klass, NULL, json[i], RECON_ACT_REPLAY, 0};
+
+		recon_key_display(d->key, d->key_len, key, sizeof(key));
+		switch (d->klass) {
+		case RECON_CLASS_MISSING:
+			writer_action(&a, &t);
+			break;
+		case RECON_CLASS_STUCK:
+			t.kind = RECON_ACT_REPUSH;
+			writer_action(&a, &t);
+			if (job->actions.transition_to) {
+				t.kind = RECON_ACT_TRANSITION;
+				writer_action(&a, &t);
+			}
+			break;
+		case RECON_CLASS_AMOUNT_MISMATCH:
+			ticket(&a, d, key, klass, "critical", json[i]);
+			alert(&a, d, key);
+			break;
+		default: /* extra, status_mismatch, duplicate */
+			ticket(&a, d, key, klass, "normal", json[i]);
+			break;
+		}
+	}
+	cj = recon_action_counts_json(counts);
+	{
+		struct recon_err e;
+		recon_err_init(&e);
+		if (recon_state_run_actions(st, run_id, cj, counts->retries, &e) < 0 &&
+		    !a.first.code)
+			a.first = e;
+	}
+	free(cj);
+	if (a.w)
+		a.w->ops->close(a.w);
+	if (a.first.code) {
+		*err = a.first;
+		rc = a.first.code;
+	}
+	return rc;
+}
