@@ -39,6 +39,13 @@ RECON_MUSTCHECK int recon_state_lock(const char *state_path, const char *job, in
 				     struct recon_err *err);
 void recon_state_unlock(int fd);
 
+/*
+ * Marks the job's runs still recorded as running as 'abandoned' (call with
+ * the job's lock held: such a run was killed or crashed).
+ */
+RECON_MUSTCHECK int recon_state_abandon_running(struct recon_state *st, const char *job,
+						struct recon_err *err);
+
 /* What a run is, when it starts. */
 struct recon_run_info {
 	const char *job;

@@ -391,6 +391,11 @@ int recon_cmd_run(int argc, char **argv)
 		code = fail(&err);
 		goto out;
 	}
+	/* holding the lock, any run of this job still marked running died: say so */
+	if (recon_state_abandon_running(st, job->name, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
 	if (ctx.mode == RECON_MODE_HOT) {
 		code = run_hot(&ctx, st, json, &err);
 		goto out;

@@ -145,8 +145,9 @@ int recon_retry(struct recon_retry_policy *p, int (*fn)(void *arg, struct recon_
 				*err = e;
 			return rc;
 		}
-		recon_log(RECON_LOG_WARN, "attempt %d of %d failed, retrying: %s", n,
-			  p->max_attempts, e.msg);
+		if (n < p->max_attempts)
+			recon_log(RECON_LOG_WARN, "attempt %d of %d failed, retrying: %s", n,
+				  p->max_attempts, e.msg);
 	}
 	recon_err_set(err, RECON_EUNAVAIL, e.where, "gave up after %d attempts: %s",
 		      p->max_attempts, e.msg);

@@ -674,3 +674,24 @@ out:
 	sqlite3_finalize(q);
 	return rc;
 }
+
+int recon_state_abandon_running(struct recon_state *st, const char *job, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "UPDATE runs SET outcome = 'abandoned', error = 'the process ended "
+			       "before the run did (killed or crashed)' WHERE job = ? AND "
+			       "outcome = 'running'",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot update abandoned runs");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) != SQLITE_DONE)
+		rc = db_err(st, err, "cannot update abandoned runs");
+out:
+	sqlite3_finalize(q);
+	return rc;
+}

@@ -12,6 +12,7 @@
 
 #include "recon_buf.h"
 #include "recon_job.h"
+#include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_source.h"
 #include "recon_time.h"
@@ -51,6 +52,44 @@ static void build_select(struct sqlite_source *s, struct recon_buf *sql)
 	recon_buf_addf(sql, " FROM \"%s\"", side->table);
 }
 
+/*
+ * A writer that died mid-transaction (the merchant's application, or recon's
+ * own replay killed with SIGKILL) leaves a hot rollback journal, and a
+ * read-only connection cannot roll it back: every read fails with
+ * SQLITE_READONLY_ROLLBACK. Rolling the journal back restores the last
+ * committed state, which is what SQLite does on any read-write open, so do
+ * exactly that once, then read on through the read-only connection.
+ */
+static int recover_hot_journal(struct sqlite_source *s, struct recon_err *err)
+{
+	sqlite3 *rw = NULL;
+	int rc = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+
+	if (rc == SQLITE_OK || sqlite3_extended_errcode(s->db) != SQLITE_READONLY_ROLLBACK)
+		return 0; /* anything else surfaces when the table is read */
+	recon_log(RECON_LOG_WARN,
+		  "'%s' has the journal of an interrupted transaction: rolling it back before "
+		  "reading",
+		  s->path);
+	if (sqlite3_open_v2(s->path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+		SQLITE_OK ||
+	    (sqlite3_busy_timeout(rw, 10000),
+	     sqlite3_exec(rw, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL)) !=
+		SQLITE_OK) {
+		rc = recon_err_set(err, RECON_EUNAVAIL, s->path,
+				   "cannot roll back an interrupted transaction: %s",
+				   rw ? sqlite3_errmsg(rw) : "out of memory");
+		sqlite3_close(rw);
+		return rc;
+	}
+	sqlite3_close(rw);
+	/* the read-only connection caches nothing of the old state: read again */
+	if (sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		return fail(s, err, RECON_EUNAVAIL, "cannot read the database");
+	return 0;
+}
+
 static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 		       const struct recon_window *win, struct recon_err *err)
 {
@@ -70,6 +109,8 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 		goto out;
 	}
 	sqlite3_busy_timeout(s->db, 10000);
+	if ((rc = recover_hot_journal(s, err)) < 0)
+		goto out;
 	build_select(s, &sql);
 	/*
 	 * Timestamps are text in the side's zone. The bound is widened by a day

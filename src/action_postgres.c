@@ -1,0 +1,418 @@
+/*
+ * PostgreSQL writer (libpq): the read-write connection compensations go
+ * through (recon_action.h, struct recon_writer_ops).
+ *
+ * The DSN comes from the variable actions.writer_dsn_env names (the local
+ * side's dsn_env when the job names none) and goes to libpq whole, as in
+ * source_postgres.c. The session is autocommit outside begin()/commit(),
+ * speaks UTF-8 (client_encoding is a connection option, so PQreset() keeps
+ * it) and runs in the local side's time zone, set through
+ * set_config('TimeZone', $1, false) with the name bound, never pasted. Time
+ * parameters are then UTC instants cast with ::timestamptz, which the session
+ * zone turns into the right wall clock for timestamp, date and text columns.
+ *
+ * exec() is PQexecParams() with text parameters (one round trip, nothing
+ * cached). Failures are classified:
+ *   RECON_ERETRY  40001 serialization_failure, 40P01 deadlock_detected,
+ *                 55P03 lock_not_available, and a lost connection (the
+ *                 connection is bad after the call, SQLSTATE class 08 but
+ *                 08P01, 57P01-57P03 shutdowns): the next begin() or exec()
+ *                 outside a transaction re-establishes it with PQreset();
+ *   RECON_EINPUT  anything else (constraint violations the SQL's own
+ *                 ON CONFLICT does not swallow, data errors), with the first
+ *                 line of the server's message.
+ * A failure inside a transaction poisons it: later exec() calls and commit()
+ * return that failure (commit() rolls back), so a partial transaction can
+ * never commit; the caller rolls back and retries the whole transaction.
+ *
+ * Messages name "postgres host/db" at most: the DSN and its password never
+ * appear (recon_dsn_first_line() scrubs the password out of server text).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "recon_action.h"
+#include "recon_dsn.h"
+#include "recon_job.h"
+#include "recon_log.h"
+#include "recon_mem.h"
+#include "recon_time.h"
+
+#define CONNECT_TIMEOUT "10"
+
+struct pg_writer {
+	struct recon_writer base;
+	PGconn *conn;
+	char *secret;	  /* the DSN's password, scrubbed from messages; wiped at close */
+	char where[160];  /* "postgres host/db" */
+	char zone[64];	  /* the session TimeZone value */
+	bool lost;	  /* the connection dropped: re-established by the next call */
+	bool in_tx;	  /* between begin() and commit()/rollback() */
+	int tx_failed;	  /* the first failure inside the transaction, or 0 */
+	char tx_msg[256]; /* its message, repeated by later calls */
+};
+
+static void wipe(char *s)
+{
+	volatile char *p = s; /* volatile keeps the stores */
+
+	if (!s)
+		return;
+	while (*p)
+		*p++ = 0;
+	free(s);
+}
+
+/* Server notices ("there is no transaction in progress") go to the debug log, not stderr. */
+static void notice(void *arg, const char *msg)
+{
+	struct pg_writer *w = arg;
+	char line[200];
+
+	recon_dsn_first_line(msg, w->secret, line, sizeof(line));
+	recon_log(RECON_LOG_DEBUG, "%s: %s", w->where, line);
+}
+
+/* Records code with "<what>: <first line of msg>" (or the line alone), password scrubbed. */
+static int fail(struct pg_writer *w, struct recon_err *err, int code, const char *what,
+		const char *msg)
+{
+	char line[200];
+
+	recon_dsn_first_line(msg && *msg ? msg : "connection lost", w->secret, line, sizeof(line));
+	if (what)
+		return recon_err_set(err, code, w->where, "%s: %s", what, line);
+	return recon_err_set(err, code, w->where, "%s", line);
+}
+
+/* The server's primary message for res, else libpq's. */
+static const char *res_msg(struct pg_writer *w, const PGresult *res)
+{
+	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+	if ((!m || !*m) && res)
+		m = PQresultErrorMessage(res);
+	if (!m || !*m)
+		m = PQerrorMessage(w->conn);
+	return m;
+}
+
+/* True when a failed call left the connection unusable. */
+static bool conn_lost(struct pg_writer *w, const char *state)
+{
+	if (PQstatus(w->conn) == CONNECTION_BAD)
+		return true;
+	if (!state)
+		return false;
+	/* 08P01 protocol_violation also reports a bad parameter count: the session is fine */
+	if (!strncmp(state, "08", 2) && strcmp(state, "08P01") != 0)
+		return true;
+	return !strcmp(state, "57P01") || !strcmp(state, "57P02") || !strcmp(state, "57P03");
+}
+
+/*
+ * Classifies a failed result (res may be NULL) and records the error:
+ * RECON_ERETRY for transient failures (marking a lost connection), else
+ * RECON_EINPUT.
+ */
+static int fail_res(struct pg_writer *w, struct recon_err *err, const char *what,
+		    const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int code = RECON_EINPUT;
+
+	if (conn_lost(w, state)) {
+		w->lost = true;
+		code = RECON_ERETRY;
+	} else if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
+			     !strcmp(state, "55P03"))) {
+		code = RECON_ERETRY;
+	}
+	return fail(w, err, code, what, res_msg(w, res));
+}
+
+/* A failure inside a transaction: remembered, so that commit() cannot succeed. */
+static int tx_fail(struct pg_writer *w, int rc, const struct recon_err *err)
+{
+	if (w->in_tx && !w->tx_failed) {
+		w->tx_failed = rc;
+		snprintf(w->tx_msg, sizeof(w->tx_msg), "%s", err->msg);
+	}
+	return rc;
+}
+
+/*
+ * The TimeZone value for zone `tz`. PostgreSQL reads "+08:00" as a POSIX
+ * offset (west positive, so UTC-8): fixed offsets are spelled "<+0800>-08:00".
+ */
+static void zone_value(const struct recon_tz *tz, char *out, size_t size)
+{
+	const char *name = tz ? recon_tz_name(tz) : "UTC";
+	int32_t off;
+	int h, m;
+
+	if (name[0] != '+' && name[0] != '-' && strcmp(name, "Z") != 0) {
+		snprintf(out, size, "%s", name);
+		return;
+	}
+	off = recon_tz_offset(tz, 0);
+	if (off == 0) {
+		snprintf(out, size, "UTC");
+		return;
+	}
+	h = (off < 0 ? -off : off) / 3600;
+	m = (off < 0 ? -off : off) / 60 % 60;
+	snprintf(out, size, "<%c%02d%02d>%c%02d:%02d", off < 0 ? '-' : '+', h, m,
+		 off < 0 ? '+' : '-', h, m);
+}
+
+/* Session settings, after every (re)connection. */
+static int session_setup(struct pg_writer *w, int fail_code, struct recon_err *err)
+{
+	const char *vals[1] = {w->zone};
+	PGresult *res = PQexecParams(w->conn, "SELECT set_config('TimeZone', $1, false)", 1, NULL,
+				     vals, NULL, NULL, 0);
+	int rc = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		char what[128];
+
+		snprintf(what, sizeof(what), "cannot set the session time zone '%s'", w->zone);
+		/* 22023 invalid_parameter_value: the server does not know the zone */
+		rc = fail(w, err, state && !strcmp(state, "22023") ? RECON_ECONFIG : fail_code,
+			  what, res_msg(w, res));
+		if (PQstatus(w->conn) == CONNECTION_BAD)
+			w->lost = true;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Re-establishes a lost connection; RECON_ERETRY while the server is away. */
+static int ensure_conn(struct pg_writer *w, struct recon_err *err)
+{
+	if (!w->lost)
+		return 0;
+	if (w->in_tx)
+		return fail(w, err, RECON_ERETRY, NULL,
+			    "the connection was lost inside a transaction: roll back and retry");
+	PQreset(w->conn);
+	if (PQstatus(w->conn) != CONNECTION_OK)
+		return fail(w, err, RECON_ERETRY, "cannot reconnect", PQerrorMessage(w->conn));
+	w->lost = false;
+	if (session_setup(w, RECON_ERETRY, err) < 0)
+		return err->code;
+	recon_log(RECON_LOG_INFO, "%s: writer connection re-established", w->where);
+	return 0;
+}
+
+static void pg_close(struct recon_writer *base)
+{
+	struct pg_writer *w = (struct pg_writer *)base;
+
+	if (!w)
+		return;
+	/* ends the session; an open transaction rolls back with it */
+	PQfinish(w->conn);
+	wipe(w->secret);
+	free(w);
+}
+
+static int pg_open(struct recon_writer **out, const struct recon_job *job, struct recon_err *err)
+{
+	/* client_encoding after dbname: the DSN cannot change it, PQreset() keeps it */
+	static const char *const kw[] = {"connect_timeout", "fallback_application_name", "dbname",
+					 "client_encoding", NULL};
+	struct pg_writer *w = recon_xcalloc(1, sizeof(*w));
+	const char *vals[5] = {CONNECT_TIMEOUT, "recon-writer", NULL, "UTF8", NULL};
+	const char *var = job->actions.writer_dsn_env, *field = "actions.writer_dsn_env", *dsn;
+	PQconninfoOption *opts = NULL;
+	char *perr = NULL;
+	int rc = 0;
+
+	w->base.ops = &recon_writer_postgres;
+	w->base.job = job;
+	if (!var) {
+		var = job->local.dsn_env;
+		field = "local.dsn_env";
+	}
+	snprintf(w->where, sizeof(w->where), "postgres '%s'", var ? var : "");
+	zone_value(job->local.tz, w->zone, sizeof(w->zone));
+	dsn = var ? getenv(var) : NULL;
+	if (!dsn || !*dsn) {
+		rc = recon_err_set(err, RECON_ECONFIG, NULL,
+				   "environment variable '%s' (%s) is not set", var ? var : "",
+				   field);
+		goto out;
+	}
+	/* libpq's parse errors may quote the string (and so a password): not shown */
+	opts = PQconninfoParse(dsn, &perr);
+	if (!opts) {
+		rc = recon_err_set(err, RECON_ECONFIG, NULL,
+				   "the connection string in '%s' (%s) is not valid for libpq", var,
+				   field);
+		goto out;
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (!strcmp(o->keyword, "password") && o->val && *o->val)
+			w->secret = recon_xstrdup(o->val);
+
+	vals[2] = dsn;
+	w->conn = PQconnectdbParams(kw, vals, 1);
+	if (!w->conn) {
+		rc = recon_err_set(err, RECON_EUNAVAIL, w->where, "cannot connect: out of memory");
+		goto out;
+	}
+	snprintf(w->where, sizeof(w->where), "postgres %s/%s",
+		 PQhost(w->conn) && *PQhost(w->conn) ? PQhost(w->conn) : "localhost",
+		 PQdb(w->conn) ? PQdb(w->conn) : "?");
+	PQsetNoticeProcessor(w->conn, notice, w);
+	if (PQstatus(w->conn) != CONNECTION_OK) {
+		rc = fail(w, err, RECON_EUNAVAIL, "cannot connect", PQerrorMessage(w->conn));
+		goto out;
+	}
+	if ((rc = session_setup(w, RECON_EUNAVAIL, err)) < 0)
+		goto out;
+	*out = &w->base;
+	w = NULL;
+out:
+	PQconninfoFree(opts);
+	PQfreemem(perr);
+	pg_close(w ? &w->base : NULL);
+	return rc;
+}
+
+/* Runs a parameterless transaction-control statement; the result in *res (caller clears). */
+static int simple(struct pg_writer *w, const char *sql, PGresult **res, struct recon_err *err)
+{
+	char what[64];
+
+	*res = PQexec(w->conn, sql);
+	if (PQresultStatus(*res) == PGRES_COMMAND_OK)
+		return 0;
+	snprintf(what, sizeof(what), "%s failed", sql);
+	return fail_res(w, err, what, *res);
+}
+
+static int pg_begin(struct recon_writer *base, struct recon_err *err)
+{
+	struct pg_writer *w = (struct pg_writer *)base;
+	PGresult *res = NULL;
+	int rc;
+
+	if (w->in_tx)
+		return recon_err_set(err, RECON_EINTERNAL, w->where,
+				     "begin inside a transaction (commit or roll back first)");
+	if ((rc = ensure_conn(w, err)) < 0)
+		return rc;
+	rc = simple(w, "BEGIN", &res, err);
+	PQclear(res);
+	if (rc == 0) {
+		w->in_tx = true;
+		w->tx_failed = 0;
+		w->tx_msg[0] = '\0';
+	}
+	return rc;
+}
+
+static void pg_rollback(struct recon_writer *base)
+{
+	struct pg_writer *w = (struct pg_writer *)base;
+	PGresult *res;
+
+	if (!w || !w->in_tx)
+		return;
+	w->in_tx = false;
+	w->tx_failed = 0;
+	if (w->lost) /* the transaction went with the connection */
+		return;
+	res = PQexec(w->conn, "ROLLBACK");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQstatus(w->conn) == CONNECTION_BAD)
+		w->lost = true;
+	PQclear(res);
+}
+
+static int pg_commit(struct recon_writer *base, struct recon_err *err)
+{
+	struct pg_writer *w = (struct pg_writer *)base;
+	PGresult *res = NULL;
+	int rc;
+
+	if (!w->in_tx)
+		return recon_err_set(err, RECON_EINTERNAL, w->where,
+				     "commit outside a transaction");
+	if (w->tx_failed) {
+		rc = w->tx_failed;
+		recon_err_set(err, rc, w->where, "transaction rolled back: %s", w->tx_msg);
+		pg_rollback(base);
+		return rc;
+	}
+	rc = simple(w, "COMMIT", &res, err);
+	/* COMMIT of a transaction the server already aborted answers ROLLBACK */
+	if (rc == 0 && strcmp(PQcmdStatus(res), "COMMIT") != 0)
+		rc = recon_err_set(err, RECON_ERETRY, w->where,
+				   "the server rolled the transaction back");
+	PQclear(res);
+	/* after COMMIT, failed or not, no transaction is open */
+	w->in_tx = false;
+	w->tx_failed = 0;
+	return rc;
+}
+
+static int pg_exec(struct recon_writer *base, const char *sql, const char *const *params, int n,
+		   int64_t *affected, struct recon_err *err)
+{
+	struct pg_writer *w = (struct pg_writer *)base;
+	PGresult *res = NULL;
+	ExecStatusType st;
+	const char *tuples;
+	int rc = 0;
+
+	*affected = 0;
+	if (w->in_tx && w->tx_failed)
+		return recon_err_set(err, w->tx_failed, w->where,
+				     "a statement earlier in the transaction failed: %s",
+				     w->tx_msg);
+	if ((rc = ensure_conn(w, err)) < 0)
+		return tx_fail(w, rc, err);
+	res = PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0);
+	st = PQresultStatus(res);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		rc = tx_fail(w, fail_res(w, err, NULL, res), err);
+		goto out;
+	}
+	tuples = PQcmdTuples(res);
+	*affected = *tuples ? strtoll(tuples, NULL, 10) : 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
+static int pg_time_param(struct recon_writer *base, int64_t utc_ms, char *buf, size_t size,
+			 const char **wrap, struct recon_err *err)
+{
+	struct pg_writer *w = (struct pg_writer *)base;
+
+	if (size < 25)
+		return recon_err_set(err, RECON_EINTERNAL, w->where, "time buffer too small");
+	/* the session TimeZone turns the instant into the column's wall clock */
+	recon_time_format_utc(utc_ms, buf, size);
+	*wrap = "%s::timestamptz";
+	return 0;
+}
+
+const struct recon_writer_ops recon_writer_postgres = {
+    .kind = "postgres",
+    .open = pg_open,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .exec = pg_exec,
+    .time_param = pg_time_param,
+    .close = pg_close,
+};
