@@ -416,7 +416,7 @@ static void uncache(struct my_writer *w, MYSQL_STMT *st)
 static int run_stmt(struct my_writer *w, const char *sql, const char *const *params, int n,
 		    int64_t *affected, struct recon_err *err)
 {
-	MYSQL_STMT *st;
+	MYSQL_STMT *st = NULL;
 	int rc;
 
 	if ((rc = get_stmt(w, sql, &st, err)) < 0)

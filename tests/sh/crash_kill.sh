@@ -1,10 +1,11 @@
-#!/bin/sh
-# Crash safety (issue 4): SIGKILL recon at random points of a run with
-# thousands of actions, at least 20 times, then let it finish; the local flow,
+# Crash safety (issue 4), sourced by test_crash_kill_<engine>.sh with ENGINE set
+# (sqlite or postgres): SIGKILL recon at random points of a run with thousands
+# of actions, at least 20 times, then let it finish; the local flow,
 # idempotency records, tickets and outbox must equal those of one clean run,
 # and the watermark must never be ahead of committed actions.
-#   RECON_KILLS (default 24), RECON_KILL_SEED (default 7)
+#   RECON_KILLS (default 22), RECON_KILL_SEED (default 7)
 . "$(dirname "$0")/lib.sh"
+: "${ENGINE:?}"
 KILLS=${RECON_KILLS:-22}
 SEED=${RECON_KILL_SEED:-7}
 
@@ -34,18 +35,42 @@ gen() {
 		}
 		print "COMMIT;" > sql
 	}'
-	cat "$SRC/sql/sqlite/payment_flow.sql" "$SRC/sql/sqlite/merchant.sql" "$dir/data.sql" |
-		sqlite3 "$dir/flow.db"
+	if [ "$ENGINE" = sqlite ]; then
+		cat "$SRC/sql/sqlite/payment_flow.sql" "$SRC/sql/sqlite/merchant.sql" "$dir/data.sql" |
+			sqlite3 "$dir/flow.db"
+		return
+	fi
+	# postgres: a database of its own per directory, written through the job's writer DSN
+	name=crash_$(basename "$dir")_$$
+	psql -q -X -v ON_ERROR_STOP=1 "$RECON_TEST_PG_DSN" -c "DROP DATABASE IF EXISTS $name" \
+		-c "CREATE DATABASE $name" > /dev/null
+	dsn=$(printf '%s' "$RECON_TEST_PG_DSN" | sed "s#/recon_test\$#/$name#")
+	var=RECON_CRASH_DSN_$(basename "$dir")
+	export "$var=$dsn"
+	cat "$SRC/sql/postgres/payment_flow.sql" "$SRC/sql/postgres/merchant.sql" "$dir/data.sql" |
+		psql -q -X -v ON_ERROR_STOP=1 "$dsn" > /dev/null
+	sed -e "s#\"kind\": \"sqlite\",#\"kind\": \"postgres\", \"dsn_env\": \"$var\",#" \
+		-e "s#\"path\": \"flow.db\",##" \
+		-e "s#\"state\": \"state/recon.db\",#\"actions\": {\"writer_dsn_env\": \"$var\"},\n  \"state\": \"state/recon.db\",#" \
+		"$SRC/examples/basic/job.json" > "$dir/job.json"
+}
+
+# runs SQL on the directory's flow database, one row per line, fields joined by '|'
+flowq() {
+	if [ "$ENGINE" = sqlite ]; then
+		sqlite3 "$1/flow.db" "$2"
+	else
+		eval "psql -At -X -q \"\$RECON_CRASH_DSN_$(basename "$1")\" -c \"\$2\""
+	fi
 }
 
 # what must end identical, whatever the crashes
 snapshot() {
 	dir=$1
-	sqlite3 "$dir/flow.db" "
-		SELECT 'flow', out_trade_no, amount_cents, currency, status, created_at FROM payment_flow ORDER BY 2;
-		SELECT 'idem', idem_key, biz_type, status, result FROM idempotency_record ORDER BY 2;
-		SELECT 'ticket', job, biz_key, class, severity FROM recon_ticket ORDER BY 2, 3, 4;
-		SELECT 'outbox', job, biz_key, event FROM recon_outbox ORDER BY 2, 3, 4;"
+	flowq "$dir" "SELECT 'flow', out_trade_no, amount_cents, currency, status, created_at FROM payment_flow ORDER BY 2"
+	flowq "$dir" "SELECT 'idem', idem_key, biz_type, status, result FROM idempotency_record ORDER BY 2"
+	flowq "$dir" "SELECT 'ticket', job, biz_key, class, severity FROM recon_ticket ORDER BY 2, 3, 4"
+	flowq "$dir" "SELECT 'outbox', job, biz_key, event FROM recon_outbox ORDER BY 2, 3, 4"
 	sqlite3 "$dir/state/recon.db" "
 		SELECT 'state-ticket', job, key, class, severity, status FROM tickets ORDER BY 2, 3, 4;
 		SELECT 'watermark', job, mode, reconciled_until_ms FROM watermarks ORDER BY 2, 3;"
@@ -53,6 +78,15 @@ snapshot() {
 
 now_ms() { date +%s%3N; }
 
+if [ "$ENGINE" = postgres ] && [ -z "${RECON_TEST_PG_DSN:-}" ]; then
+	if [ "${CI:-}" = true ]; then
+		not_ok "RECON_TEST_PG_DSN is not set (tests/db/servers.sh start)"
+		finish
+		exit 1
+	fi
+	echo "skip - RECON_TEST_PG_DSN is not set"
+	exit 0
+fi
 gen "$WORK/clean"
 gen "$WORK/killed"
 export RECON_NOW=2024-01-17T03:00:00Z
@@ -109,5 +143,10 @@ fi
 for what in flow idem ticket outbox state-ticket; do
 	echo "# $what rows: $(grep -c "^$what|" "$WORK/killed.snap")"
 done
-check "no replay twice" test "$(sqlite3 "$WORK/killed/flow.db" "SELECT count(*) - count(DISTINCT out_trade_no) FROM payment_flow")" = 0
+check "no replay twice" test "$(flowq "$WORK/killed" "SELECT count(*) - count(DISTINCT out_trade_no) FROM payment_flow")" = 0
+if [ "$ENGINE" = postgres ]; then
+	for d in clean killed; do
+		psql -q -X "$RECON_TEST_PG_DSN" -c "DROP DATABASE IF EXISTS crash_${d}_$$" > /dev/null 2>&1 || true
+	done
+fi
 finish
