@@ -61,6 +61,17 @@ int recon_err_setv(struct recon_err *err, int code, const char *where, const cha
 /* Formats "where: msg" (or "msg") into buf; returns buf. */
 const char *recon_err_str(const struct recon_err *err, char *buf, unsigned long size);
 
+/*
+ * Quoting input in messages: at most RECON_QUOTE_MAX input bytes (then "..."),
+ * so a 1 MiB field cannot flood a log; control bytes, quote and backslash
+ * escaped as \xNN, \' and \\; bytes >= 0x80 too with RECON_QUOTE_ASCII,
+ * else kept (statements are UTF-8 after decoding). dst holds RECON_QUOTE_BUF.
+ */
+#define RECON_QUOTE_MAX	  40
+#define RECON_QUOTE_BUF	  (RECON_QUOTE_MAX * 4 + 4)
+#define RECON_QUOTE_ASCII 0x1u
+const char *recon_err_quote(char *dst, const char *s, unsigned long len, unsigned flags);
+
 /* DESIGN exit code for an error code (0 for 0). */
 int recon_err_exit_code(int code);
 

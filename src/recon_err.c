@@ -59,3 +59,30 @@ int recon_err_exit_code(int code)
 		return 1;
 	}
 }
+
+const char *recon_err_quote(char *dst, const char *s, unsigned long len, unsigned flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	for (unsigned long i = 0; i < len && i < RECON_QUOTE_MAX; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\'' || c == '\\') {
+			dst[n++] = '\\';
+			dst[n++] = (char)c;
+		} else if (c < 0x20 || c == 0x7f || (c >= 0x80 && (flags & RECON_QUOTE_ASCII))) {
+			dst[n++] = '\\';
+			dst[n++] = 'x';
+			dst[n++] = hex[c >> 4];
+			dst[n++] = hex[c & 0xf];
+		} else {
+			dst[n++] = (char)c;
+		}
+	}
+	if (len > RECON_QUOTE_MAX) {
+		memcpy(dst + n, "...", 3);
+		n += 3;
+	}
+	dst[n] = '\0';
+	return dst;
+}

@@ -19,18 +19,13 @@
 #define RECON_MONEY_ALL_FLAGS                                                                      \
 	(RECON_MONEY_THOUSANDS | RECON_MONEY_DECIMAL_COMMA | RECON_MONEY_MINOR)
 
-/* Longest input excerpt quoted in an error message, in input bytes. */
-#define QUOTE_MAX 40
-/* Worst case: every byte escaped as \xNN, plus "..." and the NUL. */
-#define QUOTE_BUF (QUOTE_MAX * 4 + 4)
-
 struct currency {
 	char code[4];
 	int exponent;
 };
 
 /*
- * ISO 4217 List One, active codes, sorted by code for bsearch(). Funds codes
+ * ISO 4217 List One, active codes, sorted by code for a binary search. Funds codes
  * (BOV, CHE, CHW, CLF, COU, MXV, USN, UYI, UYW) are included; codes whose
  * minor unit is "N.A." (XAU, XDR, XTS, XXX, ...) are not, so they report -1.
  * Codes being phased out (ANG, CUC, SLL, ZWL) stay while they are still
@@ -62,17 +57,9 @@ static const struct currency currencies[] = {
     {"ZWL", 2},
 };
 
-static int currency_cmp(const void *key, const void *elem)
-{
-	const struct currency *c = elem;
-
-	return strcmp(key, c->code);
-}
-
 int recon_money_exponent(const char *currency)
 {
 	char key[4];
-	const struct currency *hit;
 	size_t i;
 
 	for (i = 0; i < 3; i++) {
@@ -87,9 +74,19 @@ int recon_money_exponent(const char *currency)
 	if (currency[3] != '\0')
 		return -1;
 	key[3] = '\0';
-	hit = bsearch(key, currencies, sizeof(currencies) / sizeof(currencies[0]),
-		      sizeof(currencies[0]), currency_cmp);
-	return hit ? hit->exponent : -1;
+	/* binary search with 3-byte compares: this runs for every row (bsearch + strcmp showed) */
+	for (size_t lo = 0, hi = sizeof(currencies) / sizeof(currencies[0]); lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(key, currencies[mid].code, 3);
+
+		if (!c)
+			return currencies[mid].exponent;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
 }
 
 static bool is_digit(char c)
@@ -102,43 +99,10 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-/* Writes byte c for a message: printable ASCII as is, the rest as \xNN. */
-static size_t escape_byte(char *dst, unsigned char c)
+/* Input quoted in messages: escaped, cut to RECON_QUOTE_MAX bytes (recon_err_quote). */
+static const char *quote(char dst[RECON_QUOTE_BUF], const char *s, size_t len)
 {
-	if (c == '\'' || c == '\\') {
-		dst[0] = '\\';
-		dst[1] = (char)c;
-		return 2;
-	}
-	if (c < 0x20 || c >= 0x7f) {
-		static const char hex[] = "0123456789abcdef";
-
-		dst[0] = '\\';
-		dst[1] = 'x';
-		dst[2] = hex[c >> 4];
-		dst[3] = hex[c & 0xf];
-		return 4;
-	}
-	dst[0] = (char)c;
-	return 1;
-}
-
-/*
- * Renders s[0..len) for quoting in a message: escaped, and cut to QUOTE_MAX
- * input bytes plus "..." so a huge field cannot flood logs. Returns dst.
- */
-static const char *quote(char dst[QUOTE_BUF], const char *s, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len && i < QUOTE_MAX; i++)
-		n += escape_byte(dst + n, (unsigned char)s[i]);
-	if (len > QUOTE_MAX) {
-		memcpy(dst + n, "...", 3);
-		n += 3;
-	}
-	dst[n] = '\0';
-	return dst;
+	return recon_err_quote(dst, s, len, RECON_QUOTE_ASCII);
 }
 
 /*
@@ -180,7 +144,7 @@ static bool acc_digit(int64_t *acc, int digit)
 int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, int64_t *out,
 		      struct recon_err *err)
 {
-	char q[QUOTE_BUF], c[8];
+	char q[RECON_QUOTE_BUF], c[RECON_QUOTE_BUF];
 	const char *p = s, *end = s + len;
 	const char *int_start, *int_end, *frac_start = NULL, *frac_end = NULL;
 	bool neg = false, grouped = (flags & RECON_MONEY_THOUSANDS) != 0;
@@ -219,7 +183,7 @@ int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, i
 		frac_end = p;
 	}
 	if (p < end) {
-		c[escape_byte(c, (unsigned char)*p)] = '\0';
+		recon_err_quote(c, p, 1, RECON_QUOTE_ASCII);
 		if (minor && (*p == '.' || *p == ','))
 			return recon_err_set(err, RECON_EVALUE, NULL,
 					     "decimal mark '%s' in minor-unit amount '%s'", c, q);

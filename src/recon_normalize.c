@@ -25,24 +25,12 @@ static void trim(const struct recon_side *side, const char **s, size_t *len)
 	*len = n;
 }
 
-/* Quotes a value for a message: at most 40 bytes, control bytes escaped. */
+/* A value quoted in a reject reason (recon_err_quote: bounded, control bytes escaped). */
 static void show(const char *s, size_t len, char *buf, size_t size)
 {
-	size_t o = 0;
+	char q[RECON_QUOTE_BUF];
 
-	for (size_t i = 0; i < len && o + 8 < size; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (i == 40) {
-			memcpy(buf + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (c < 0x20 || c == 0x7f)
-			o += (size_t)snprintf(buf + o, size - o, "\\x%02X", c);
-		else
-			buf[o++] = (char)c;
-	}
-	buf[o] = '\0';
+	snprintf(buf, size, "%s", recon_err_quote(q, s, len, 0));
 }
 
 static int field_err(struct recon_err *err, enum recon_col col, const char *fmt, ...)
@@ -63,7 +51,7 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	const bool upstream = side->role[0] == 'u';
 	const char *s;
 	size_t len, total = 0;
-	char shown[200];
+	char shown[RECON_QUOTE_BUF];
 	int exponent, v;
 	enum recon_col amount_col;
 	struct recon_err e;

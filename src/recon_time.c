@@ -26,11 +26,6 @@
 
 #include "recon_mem.h"
 
-/* Longest input excerpt quoted in an error message, in input bytes. */
-#define QUOTE_MAX 40
-/* Worst case: every byte escaped as \xNN, plus "..." and the NUL. */
-#define QUOTE_BUF (QUOTE_MAX * 4 + 4)
-
 /* Zone names are relative paths under the zone directory. */
 #define TZ_NAME_MAX 255
 /* Real tz files are a few KiB; anything larger is refused unread. */
@@ -132,43 +127,10 @@ static unsigned days_in_month(int64_t y, unsigned m)
 	return m == 2 && is_leap(y) ? 29 : mdays[m - 1];
 }
 
-/* Writes byte c for a message: printable ASCII as is, the rest as \xNN. */
-static size_t escape_byte(char *dst, unsigned char c)
+/* Input quoted in messages: escaped, cut to RECON_QUOTE_MAX bytes (recon_err_quote). */
+static const char *quote(char dst[RECON_QUOTE_BUF], const char *s, size_t len)
 {
-	if (c == '\'' || c == '\\') {
-		dst[0] = '\\';
-		dst[1] = (char)c;
-		return 2;
-	}
-	if (c < 0x20 || c >= 0x7f) {
-		static const char hex[] = "0123456789abcdef";
-
-		dst[0] = '\\';
-		dst[1] = 'x';
-		dst[2] = hex[c >> 4];
-		dst[3] = hex[c & 0xf];
-		return 4;
-	}
-	dst[0] = (char)c;
-	return 1;
-}
-
-/*
- * Renders s[0..len) for quoting in a message: escaped, and cut to QUOTE_MAX
- * input bytes plus "..." so a huge field cannot flood logs. Returns dst.
- */
-static const char *quote(char dst[QUOTE_BUF], const char *s, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len && i < QUOTE_MAX; i++)
-		n += escape_byte(dst + n, (unsigned char)s[i]);
-	if (len > QUOTE_MAX) {
-		memcpy(dst + n, "...", 3);
-		n += 3;
-	}
-	dst[n] = '\0';
-	return dst;
+	return recon_err_quote(dst, s, len, RECON_QUOTE_ASCII);
 }
 
 /* "invalid <what> '<input>': <reason>", as RECON_EVALUE. */
@@ -176,7 +138,7 @@ RECON_PRINTF(5, 6)
 static int reject(struct recon_err *err, const char *what, const char *s, size_t len,
 		  const char *fmt, ...)
 {
-	char q[QUOTE_BUF];
+	char q[RECON_QUOTE_BUF];
 	char reason[128];
 	va_list ap;
 
@@ -837,7 +799,7 @@ static const char *tzif_parse(struct recon_tz *tz, const unsigned char *buf, siz
 static int read_zone_file(const char *path, const char *name, unsigned char **buf, size_t *size,
 			  struct recon_err *err)
 {
-	char q[QUOTE_BUF];
+	char q[RECON_QUOTE_BUF];
 	struct stat st;
 	unsigned char *data = NULL;
 	size_t n = 0;
@@ -898,7 +860,7 @@ out:
 
 int recon_tz_load(struct recon_tz **out, const char *name, struct recon_err *err)
 {
-	char q[QUOTE_BUF];
+	char q[RECON_QUOTE_BUF];
 	struct recon_tz *tz = NULL;
 	unsigned char *buf = NULL;
 	char *path = NULL;
@@ -1063,9 +1025,9 @@ int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz, int64
 		p = q;
 	}
 	if (p != end) {
-		char c[5];
+		char c[RECON_QUOTE_BUF];
 
-		c[escape_byte(c, (unsigned char)*p)] = '\0';
+		recon_err_quote(c, p, 1, RECON_QUOTE_ASCII);
 		return reject(err, what, s, len, "unexpected '%s'", c);
 	}
 	local = day * RECON_MS_PER_DAY + hh * RECON_MS_PER_HOUR + mi * RECON_MS_PER_MIN +
@@ -1119,7 +1081,7 @@ int recon_duration_parse(const char *s, int64_t *ms, struct recon_err *err)
 	const char *p = s;
 	int64_t total = 0;
 	size_t next_unit = 0; /* units before this one are used up */
-	char c[5];
+	char c[RECON_QUOTE_BUF];
 
 	if (len == 0)
 		return reject(err, what, "", 0, "empty");
@@ -1132,7 +1094,7 @@ int recon_duration_parse(const char *s, int64_t *ms, struct recon_err *err)
 		size_t u;
 
 		if (!is_digit(*p)) {
-			c[escape_byte(c, (unsigned char)*p)] = '\0';
+			recon_err_quote(c, p, 1, RECON_QUOTE_ASCII);
 			return reject(err, what, s, len, "expected a number at '%s'", c);
 		}
 		for (; is_digit(*p); p++) {
@@ -1155,7 +1117,7 @@ int recon_duration_parse(const char *s, int64_t *ms, struct recon_err *err)
 		else if (p[0] == 's')
 			u = 3;
 		else {
-			c[escape_byte(c, (unsigned char)*p)] = '\0';
+			recon_err_quote(c, p, 1, RECON_QUOTE_ASCII);
 			return reject(err, what, s, len, "unknown unit at '%s'", c);
 		}
 		if (u < next_unit)

@@ -226,7 +226,7 @@ static void test_normalize_key_control_char(void **state)
 	set(fx, RECON_COL_KEY0, "A\nB");
 	norm_reject(fx, &fx->job->upstream, "key", "control character in key", 1);
 	set(fx, RECON_COL_KEY0, "A\x7f");
-	norm_reject(fx, &fx->job->upstream, "key", "control character in key 'A\\x7F'", 0);
+	norm_reject(fx, &fx->job->upstream, "key", "control character in key 'A\\x7f'", 0);
 	set(fx, RECON_COL_KEY0, "A" SEP "B"); /* the composite separator itself */
 	norm_reject(fx, &fx->job->upstream, "key", "control character in key", 1);
 }

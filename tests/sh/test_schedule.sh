@@ -34,6 +34,8 @@ check "each window committed its watermark" test "$(wm hot)" = "$(ms 2024-01-16T
 RECON_NOW=2024-01-16T04:05:00Z expect_exit 0 "the next tick continues" \
 	"$RECON" run --job "$H" --mode hot --json
 check "the next tick reaches now - lag" test "$(wm hot)" = "$(ms 2024-01-16T04:03:00Z)"
+check "the hot window found ORD-1002 missing and replayed it" \
+	test "$(sql "SELECT class || ' ' || (resolved_at_ms IS NULL) FROM differences WHERE key = 'ORD-1002'")" = "missing 1"
 check "hot runs are in the run history" \
 	test "$(sql "SELECT count(*) FROM runs WHERE mode = 'hot' AND outcome = 'success'")" = 37
 
@@ -41,6 +43,8 @@ check "hot runs are in the run history" \
 export RECON_NOW=2024-01-19T03:00:00Z
 expect_exit 0 "t1 for 2024-01-16" "$RECON" run --job "$JOB" --date 2024-01-16 --quiet
 check "t1 watermark at the end of 2024-01-16" test "$(wm t1)" = "$(ms 2024-01-16T16:00:00Z)"
+check "the t1 run shows the key the hot window replayed as resolved" \
+	test "$(sql "SELECT count(*) FROM differences WHERE key = 'ORD-1002' AND resolved_at_ms IS NOT NULL")" = 1
 expect_exit 0 "t1 without --date fills the gap" "$RECON" run --job "$JOB" --json
 check "two days run, oldest first" \
 	test "$(sed 's/.*"date":"\([0-9-]*\)".*/\1/' "$WORK/out" | tr '\n' ' ')" = "2024-01-17 2024-01-18 "
