@@ -38,8 +38,7 @@ struct recon_writer;
 struct recon_writer_ops {
 	const char *kind; /* "sqlite", "postgres", "mysql" */
 	/* Opens the job's writer database (job->actions): RECON_EUNAVAIL when down. */
-	int (*open)(struct recon_writer **out, const struct recon_job *job,
-		    struct recon_err *err);
+	int (*open)(struct recon_writer **out, const struct recon_job *job, struct recon_err *err);
 	int (*begin)(struct recon_writer *w, struct recon_err *err);
 	int (*commit)(struct recon_writer *w, struct recon_err *err);
 	void (*rollback)(struct recon_writer *w); /* no-op outside a transaction */
@@ -81,10 +80,10 @@ char recon_writer_quote(const struct recon_writer *w);
 /* ---- retries ---- */
 
 struct recon_retry_policy {
-	int max_attempts;  /* 5 */
-	int64_t first_ms;  /* 100 */
-	int64_t cap_ms;	   /* 5000 */
-	uint64_t seed;	   /* jitter PRNG state */
+	int max_attempts;			 /* 5 */
+	int64_t first_ms;			 /* 100 */
+	int64_t cap_ms;				 /* 5000 */
+	uint64_t seed;				 /* jitter PRNG state */
 	void (*sleep_ms)(int64_t ms, void *arg); /* NULL: nanosleep */
 	void *sleep_arg;
 };

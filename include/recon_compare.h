@@ -1,14 +1,16 @@
 /*
  * recon_compare: the hash join of one window. No I/O.
  *
- * Rows of both sides are added (their strings already live in the compare's
- * arena, where recon_normalize_row() put them). Upstream entries fold into
+ * Rows of both sides are added; the compare copies what it keeps of them (the
+ * key), so a row's strings need only live for the call. Upstream entries fold into
  * orders by key (DESIGN "Entries fold into orders"); local rows are orders.
  * recon_compare_classify() then decides, for every key this window owns
  * (DESIGN "Windows, ownership and boundaries"), exactly one class, and lists
  * the differences in key order (bytewise), so output is deterministic.
- * Memory: one arena and one open-addressing table for the window, freed by
- * recon_compare_free().
+ * Memory: compact per-key records (one upstream entry and one local row
+ * inline, the key bytes too) and open-addressing tables, for the window,
+ * freed by recon_compare_free(). Rows can be fed from two threads at once
+ * (one per side, see recon_compare_feeder_new()) with the same result.
  */
 #ifndef RECON_COMPARE_H
 #define RECON_COMPARE_H
@@ -84,10 +86,16 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 					int64_t now, bool upstream_is_statement);
 void recon_compare_free(struct recon_compare *cmp);
 
-/* The arena normalized rows must be allocated in (borrowed, lives with cmp). */
+/*
+ * An arena that lives as long as cmp (borrowed), for callers that want one.
+ * Rows need not be allocated in it: the compare copies what it keeps.
+ */
 struct recon_arena *recon_compare_arena(struct recon_compare *cmp);
 
-/* Adds a normalized row of `side` (RECON_SIDE_*); its strings must be in the arena. */
+/*
+ * Adds a normalized row of `side` (RECON_SIDE_*). Its strings are borrowed for
+ * the call only. Not while feeders are active.
+ */
 void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row);
 
 /*
@@ -98,11 +106,35 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row);
 
 /*
+ * Sizes the tables for about `keys` keys and `upstream_entries` statement
+ * entries (estimates: more rows grow the tables as usual), sparing the
+ * rehashing on the way. Before any row is added.
+ */
+void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t upstream_entries);
+
+/*
+ * Feeding both sides concurrently. Create one feeder per side (both before
+ * either is used), give each to its own thread, which adds that side's rows in
+ * read order with recon_compare_feeder_add() (rows borrowed for the call), and
+ * ends with recon_compare_feeder_free(): it returns once the other feeder has
+ * ended too, every row of both applied (so the caller can then join). The
+ * result equals adding the upstream rows, then the local ones, with
+ * recon_compare_add(). recon_compare_add() and the calls below only after both
+ * feeders ended. Caller frees with recon_compare_feeder_free() (NULL-safe).
+ */
+struct recon_compare_feeder;
+struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp, int side);
+void recon_compare_feeder_add(struct recon_compare_feeder *f, const struct recon_row *row);
+/* As recon_compare_add_rejected(), for the feeder's side. */
+void recon_compare_feeder_add_rejected(struct recon_compare_feeder *f, const struct recon_row *row);
+void recon_compare_feeder_free(struct recon_compare_feeder *f);
+
+/*
  * Keys that need a lookup on `side` before they can be asserted:
  * RECON_SIDE_LOCAL: owned upstream keys with no local row read (before "missing");
  * RECON_SIDE_UPSTREAM: owned local-only keys that would be "extra".
- * Returns the count; *keys and *lens are arrays valid until the next call
- * (owned by cmp).
+ * Returns the count; *keys and *lens are arrays in key order (bytewise), valid
+ * until the next call (owned by cmp).
  */
 size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const char ***keys,
 				     const uint32_t **lens);

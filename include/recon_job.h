@@ -99,7 +99,7 @@ struct recon_totals_sum {
 	char *column; /* the detail column it sums (header name) */
 };
 struct recon_totals_group {
-	char *count;	  /* trailer: the count's name ("总交易单数"); footer: the line's prefix */
+	char *count; /* trailer: the count's name ("总交易单数"); footer: the line's prefix */
 	char *entry_type; /* only records whose entry-type cell is this word; NULL: all records */
 	struct recon_totals_sum *sums;
 	size_t nsums;
@@ -141,15 +141,15 @@ struct recon_side {
 	char delim_guard;  /* data cells split only on the delimiter followed by this character
 			      (WeChat ",`": names may hold raw commas); the header splits plainly */
 	bool reject_empty; /* a file without a header line is bad input */
-	char *zip_entry;   /* a .zip input: the member whose name contains this (NULL: the only one) */
+	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
 };
 
 /* What a run does about its differences ("actions" in the job file). */
 struct recon_actions_cfg {
-	bool enabled;			      /* default true; --dry-run still wins */
-	char *writer_dsn_env;		      /* postgres/mysql local: the read-write DSN's variable */
+	bool enabled;	      /* default true; --dry-run still wins */
+	char *writer_dsn_env; /* postgres/mysql local: the read-write DSN's variable */
 	char *replay_status[RECON_ST__COUNT]; /* local word written by a replay, per status */
 	char *repush_event;		      /* outbox event name for stuck orders */
 	char *transition_to;		      /* optional guarded transition of stuck orders */

@@ -37,7 +37,12 @@ struct recon_arena {
 void recon_arena_init(struct recon_arena *a);
 /* Frees every block; the arena can be used again afterwards. NULL-safe. */
 void recon_arena_release(struct recon_arena *a);
-/* Memory aligned for any scalar, valid until recon_arena_release(). */
+/*
+ * Forgets every allocation but keeps the newest block for reuse: a scratch
+ * arena reset per row costs no malloc. NULL-safe.
+ */
+void recon_arena_reset(struct recon_arena *a);
+/* Memory aligned for any scalar, valid until recon_arena_release() or _reset(). */
 void *recon_arena_alloc(struct recon_arena *a, size_t n);
 /* A NUL-terminated copy of s[0..n). */
 char *recon_arena_strndup(struct recon_arena *a, const char *s, size_t n);

@@ -74,6 +74,16 @@ extern const struct recon_source_ops recon_source_mysql;
 /* The ops for a kind, or NULL when this build lacks it. */
 const struct recon_source_ops *recon_source_ops_for(enum recon_kind kind);
 
+struct recon_buf;
+/*
+ * For database readers: appends `SELECT q c1 q, ... FROM q table q` for the
+ * side's mapped columns (identifiers validated by the loader, quoted with q:
+ * '"' or '`') and fills colidx[role] with each role's result column, -1 when
+ * unmapped.
+ */
+void recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
+			     int colidx[RECON_COL__COUNT]);
+
 /* Thin wrappers. */
 RECON_MUSTCHECK int recon_source_open(struct recon_source **out, const struct recon_side *side,
 				      const struct recon_window *win, struct recon_err *err);
@@ -104,5 +114,13 @@ const char *recon_source_csv_trailer(const struct recon_source *src, size_t *len
  * there were none. Borrowed until recon_source_close().
  */
 const char *recon_source_csv_footer(const struct recon_source *src, size_t *len);
+
+/*
+ * The SHA-256 of a csv source's file, as read (a .zip: the archive's bytes),
+ * into hex[65]. Returns 0 once the whole file went through the reader (after
+ * next() returned RECON_DONE or a totals error), -1 before that or when src
+ * is not a csv source (NULL-safe).
+ */
+int recon_source_csv_sha256(const struct recon_source *src, char hex[65]);
 
 #endif

@@ -121,9 +121,8 @@ RECON_MUSTCHECK int recon_state_ticket(struct recon_state *st, const char *job, 
 
 /* Records one action of a run (error may be NULL). */
 RECON_MUSTCHECK int recon_state_action(struct recon_state *st, int64_t run_id, const char *key,
-				       const char *klass, const char *action,
-				       const char *outcome, int attempts, const char *error,
-				       struct recon_err *err);
+				       const char *klass, const char *action, const char *outcome,
+				       int attempts, const char *error, struct recon_err *err);
 
 /* Stores a run's action counts (JSON object) and retries. */
 RECON_MUSTCHECK int recon_state_run_actions(struct recon_state *st, int64_t run_id,

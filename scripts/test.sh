@@ -20,4 +20,4 @@ fi
 
 cd "$build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest --output-on-failure -j2 --timeout 900
+	ctest --output-on-failure -j2

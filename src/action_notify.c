@@ -13,10 +13,9 @@
 #include "recon_mem.h"
 #include "recon_normalize.h"
 
-int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job,
-			       const char *key, const char *klass, const char *severity,
-			       int64_t run_id, const char *json, int64_t *affected,
-			       struct recon_err *err);
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
+			       const char *klass, const char *severity, int64_t run_id,
+			       const char *json, int64_t *affected, struct recon_err *err);
 int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
 			const char *json, int64_t *affected, struct recon_err *err);
 int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
@@ -34,7 +33,8 @@ static void insert_unique(struct recon_writer *w, struct recon_buf *sql, const c
 		recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
 	recon_buf_adds(sql, ") VALUES (");
 	for (int i = 0; i < ncols; i++)
-		recon_buf_addf(sql, "%s%s", i ? ", " : "", recon_writer_ph(w, i + 1, ph, sizeof(ph)));
+		recon_buf_addf(sql, "%s%s", i ? ", " : "",
+			       recon_writer_ph(w, i + 1, ph, sizeof(ph)));
 	recon_buf_adds(sql, ")");
 	if (q == '`') {
 		recon_buf_addf(sql, " ON DUPLICATE KEY UPDATE `%s` = `%s`", unique[0], unique[0]);
@@ -46,13 +46,12 @@ static void insert_unique(struct recon_writer *w, struct recon_buf *sql, const c
 	}
 }
 
-int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job,
-			       const char *key, const char *klass, const char *severity,
-			       int64_t run_id, const char *json, int64_t *affected,
-			       struct recon_err *err)
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
+			       const char *klass, const char *severity, int64_t run_id,
+			       const char *json, int64_t *affected, struct recon_err *err)
 {
-	static const char *const cols[] = {"job", "biz_key", "class", "severity", "run_id",
-					   "detail"};
+	static const char *const cols[] = {"job",      "biz_key", "class",
+					   "severity", "run_id",  "detail"};
 	static const char *const unique[] = {"job", "biz_key", "class"};
 	struct recon_buf sql;
 	char run[32];

@@ -94,7 +94,8 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 	recon_buf_addf(&sql, "INSERT INTO %c%s%c (", q, l->table, q);
 	for (int i = 0; i < np; i++) {
 		recon_buf_addf(&sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
-		recon_buf_addf(&vals, "%s%s", i ? ", " : "", recon_writer_ph(w, i + 1, ph, sizeof(ph)));
+		recon_buf_addf(&vals, "%s%s", i ? ", " : "",
+			       recon_writer_ph(w, i + 1, ph, sizeof(ph)));
 	}
 	if (l->cols[RECON_COL_AMOUNT_MINOR]) {
 		snprintf(amount, sizeof(amount), "%lld", (long long)d->up.amount);
@@ -102,7 +103,7 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 		int e = recon_money_exponent(d->up.currency);
 		recon_money_format(d->up.amount, e < 0 ? 0 : e, amount, sizeof(amount));
 	}
-	recon_buf_addf(&sql, ", %c%s%c",  q,
+	recon_buf_addf(&sql, ", %c%s%c", q,
 		       l->cols[RECON_COL_AMOUNT_MINOR] ? l->cols[RECON_COL_AMOUNT_MINOR]
 						       : l->cols[RECON_COL_AMOUNT],
 		       q);
@@ -126,7 +127,8 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 		/* wrap is "%s" with text around it ("%s::timestamptz"): put the placeholder in */
 		const char *at = strstr(wrap, "%s");
 		if (!at) {
-			rc = recon_err_set(err, RECON_EINTERNAL, NULL, "bad time wrapper '%s'", wrap);
+			rc = recon_err_set(err, RECON_EINTERNAL, NULL, "bad time wrapper '%s'",
+					   wrap);
 			goto out;
 		}
 		recon_buf_add(&sql, wrap, (size_t)(at - wrap));
@@ -144,12 +146,14 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 	recon_key_display(d->key, d->key_len, key, sizeof(key));
 	idem_key(job, key, idem, sizeof(idem));
 	recon_buf_reset(&sql);
-	recon_buf_addf(&sql,
-		       "INSERT INTO %cidempotency_record%c (%cidem_key%c, %cbiz_type%c, %cstatus%c, "
-		       "%cresult%c) VALUES (",
-		       q, q, q, q, q, q, q, q, q, q);
+	recon_buf_addf(
+	    &sql,
+	    "INSERT INTO %cidempotency_record%c (%cidem_key%c, %cbiz_type%c, %cstatus%c, "
+	    "%cresult%c) VALUES (",
+	    q, q, q, q, q, q, q, q, q, q);
 	for (int i = 1; i <= 4; i++)
-		recon_buf_addf(&sql, "%s%s", i > 1 ? ", " : "", recon_writer_ph(w, i, ph, sizeof(ph)));
+		recon_buf_addf(&sql, "%s%s", i > 1 ? ", " : "",
+			       recon_writer_ph(w, i, ph, sizeof(ph)));
 	recon_buf_adds(&sql, ")");
 	{
 		const char *icol = "idem_key";

@@ -545,7 +545,8 @@ int recon_cmd_tickets(int argc, char **argv)
 	}
 	fmt = recon_report_format_from_name(format);
 	if (fmt < 0) {
-		fprintf(stderr, "recon tickets: unknown format '%s' (table, jsonl or csv)\n", format);
+		fprintf(stderr, "recon tickets: unknown format '%s' (table, jsonl or csv)\n",
+			format);
 		return 64;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||

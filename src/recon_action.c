@@ -23,10 +23,9 @@
 /* Provided by action_replay.c and action_notify.c (family-internal). */
 int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 			const struct recon_diff *d, int64_t *affected, struct recon_err *err);
-int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job,
-			       const char *key, const char *klass, const char *severity,
-			       int64_t run_id, const char *json, int64_t *affected,
-			       struct recon_err *err);
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
+			       const char *klass, const char *severity, int64_t run_id,
+			       const char *json, int64_t *affected, struct recon_err *err);
 int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
 			const char *json, int64_t *affected, struct recon_err *err);
 int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
@@ -232,10 +231,9 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 	if (attempts > 1)
 		a->counts->retries += (uint64_t)(attempts - 1);
 	recon_err_init(&serr);
-	if (recon_state_action(a->st, a->run_id, key, klass, recon_action_name(k),
-			       recon_action_outcome_name(o), attempts,
-			       e && e->code ? recon_err_str(e, buf, sizeof(buf)) : NULL,
-			       &serr) < 0 &&
+	if (recon_state_action(
+		a->st, a->run_id, key, klass, recon_action_name(k), recon_action_outcome_name(o),
+		attempts, e && e->code ? recon_err_str(e, buf, sizeof(buf)) : NULL, &serr) < 0 &&
 	    !a->first.code)
 		a->first = serr;
 	if (o == RECON_OUT_FAILED && e && !a->first.code)
@@ -320,8 +318,8 @@ static void alert(struct actx *a, const struct recon_diff *d, const char *key)
 		recon_log(RECON_LOG_ERROR,
 			  "ALERT amount_mismatch job '%s' key '%s': upstream %s %s, local %s %s",
 			  a->job->name, key, ua, d->up.currency, la, d->local.currency);
-	note(a, key, "amount_mismatch", RECON_ACT_ALERT, a->dry_run ? RECON_OUT_WOULD : RECON_OUT_DONE,
-	     a->dry_run ? 0 : 1, NULL);
+	note(a, key, "amount_mismatch", RECON_ACT_ALERT,
+	     a->dry_run ? RECON_OUT_WOULD : RECON_OUT_DONE, a->dry_run ? 0 : 1, NULL);
 }
 
 char *recon_action_counts_json(const struct recon_action_counts *c)

@@ -1,7 +1,13 @@
+/* madvise(MADV_HUGEPAGE) is Linux's, beyond POSIX: asked for, used when present */
+#define _DEFAULT_SOURCE
+
 #include "recon_compare.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static const char *const class_names[] = {
     "missing", "extra", "stuck", "amount_mismatch", "status_mismatch", "duplicate", "matched",
@@ -20,11 +26,35 @@ int recon_class_from_name(const char *name)
 	return -1;
 }
 
-/* Everything known about one key. Lives in the arena. */
+/*
+ * Memory layout (the window's rows are the bulk of the process):
+ *
+ * - A key is one `struct krec` in its partition's record chunks, key bytes
+ *   inline. While a key holds at most one upstream entry and one local row
+ *   (nearly every key) the record is the whole truth: narrow. A second entry
+ *   or row, a time more than 24 days from the window, a line beyond 2^32 or an
+ *   odd currency widen it: the full fold state (`struct keyent`, the same
+ *   fields and rules as ever) is allocated and the narrow state replayed into
+ *   it. Classification reads a narrow record through the same replay, so both
+ *   forms give the same answers.
+ * - Keys split into NPART partitions by one hash bit; each has its own
+ *   open-addressing table of (hash, record reference) pairs, 8 bytes a slot.
+ * - Duplicate statement entries (same entry id and type) are found in one
+ *   table of ids, packed (a digit string takes half its length), owned by the
+ *   upstream side; entries without an id are identified per key.
+ *
+ * Feeding on two threads: feeder s owns partition s. A row of the other
+ * partition goes, in a batch, to the other feeder, which applies it. Every
+ * key's rows of one side reach its partition in that side's read order, and
+ * the two sides touch disjoint fields, so the result does not depend on how
+ * the threads interleave.
+ */
+
+#define NPART	   2
+#define PART_OF(h) ((int)((h) >> 63))
+
+/* The full fold state of one key (a widened record). */
 struct keyent {
-	const char *key;
-	uint32_t key_len;
-	uint32_t hash;
 	/* upstream fold */
 	uint32_t n_up;	    /* entries */
 	uint32_t n_payment; /* payment entries (plain success/refunded rows count too) */
@@ -39,28 +69,192 @@ struct keyent {
 	bool up_pending; /* plain pending row */
 	bool up_dup;	 /* the same provider entry listed twice */
 	bool up_looked_up;
-	/* local rows: the first one is kept, more are duplicates */
+	/* local rows: the first one is kept (key and entry_id NULL), more are duplicates */
 	uint32_t n_local;
 	struct recon_row local;
-	bool rejected[2]; /* a row of this key on that side could not be read */
-	int8_t klass;	  /* -1: not owned, or not classifiable (a row was rejected) */
 };
 
-/* Identity of one statement entry, for duplicates. */
+/* krec.fl */
+#define F_UP	    0x01u /* narrow: one upstream entry */
+#define F_LOC	    0x02u /* narrow: one local row */
+#define F_EXT	    0x04u /* widened: u.ext holds everything but key, rejects and class */
+#define F_UP_LOOKED 0x08u
+#define F_LOC_LOOK  0x10u
+#define F_REJ_UP    0x20u /* a row of this key on that side could not be read */
+#define F_REJ_LOC   0x40u
+#define F_UP_ID	    0x80u /* the narrow entry had an entry id */
+
+struct krec {
+	union {
+		struct {
+			int64_t up_amount;
+			int64_t loc_amount;
+		} n;
+		struct keyent *ext;
+	} u;
+	int32_t up_time; /* ms from cmp->tbase */
+	int32_t loc_time;
+	uint32_t up_line;
+	uint32_t loc_line;
+	uint16_t key_len;
+	uint8_t fl;
+	uint8_t up_kind; /* status | entry << 3 | has_status << 6 */
+	uint8_t loc_status;
+	int8_t klass;	 /* -1: not owned, or not classifiable (a row was rejected) */
+	uint16_t up_cur; /* packed currency, 0: none */
+	uint16_t loc_cur;
+	char key[]; /* key_len bytes and a NUL */
+};
+
+#define REC_HEAD      offsetof(struct krec, key)
+#define REC_SIZE(len) ((REC_HEAD + (size_t)(len) + 1 + 7) & ~(size_t)7)
+
+/*
+ * Big allocations (tables, record chunks): 2 MiB aligned and, on Linux, in
+ * huge pages where the system allows it, which spares the TLB misses of
+ * random access over a gigabyte.
+ */
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+static void *big_alloc(size_t n, bool zero)
+{
+	void *p = NULL;
+
+	if (n < HUGE_ALIGN)
+		return zero ? recon_xcalloc(1, n) : recon_xmalloc(n);
+	if (zero) {
+		/* calloc maps fresh (zero) pages: no second pass over them */
+		p = recon_xcalloc(1, n);
+	} else if (posix_memalign(&p, HUGE_ALIGN, n)) {
+		p = recon_xmalloc(n); /* aborts on out-of-memory */
+	}
+#ifdef MADV_HUGEPAGE
+	{
+		/* the 2 MiB aligned part of the block */
+		uintptr_t a = ((uintptr_t)p + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
+		uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(HUGE_ALIGN - 1);
+		if (e > a)
+			(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+	}
+#endif
+	return p;
+}
+
+/* Chunked storage addressed by 32-bit references; reference 0 is never handed out. */
+#define CHUNK_BITS  21
+#define STORE_CHUNK ((size_t)1 << CHUNK_BITS)
+struct store {
+	char **chunk;
+	size_t *used;
+	size_t n, alloc;
+	unsigned shift; /* log2 of the unit: 3 (records) or 2 (ids) */
+};
+
+static void *store_alloc(struct store *s, size_t size, uint32_t *ref)
+{
+	size_t off;
+
+	if (!s->n || s->used[s->n - 1] + size > STORE_CHUNK) {
+		size_t a = s->alloc;
+		if (s->n >> (32 - CHUNK_BITS + s->shift)) {
+			fprintf(stderr, "recon: compare: more than %zu GiB of keys in one window\n",
+				(size_t)1 << (2 + s->shift));
+			abort();
+		}
+		recon_grow((void **)&s->chunk, &a, s->n + 1, sizeof(*s->chunk));
+		s->used = recon_xrealloc(s->used, recon_st_mult(a, sizeof(*s->used)));
+		s->alloc = a;
+		s->chunk[s->n] = big_alloc(STORE_CHUNK, false);
+		s->used[s->n] = s->n ? 0 : (size_t)1 << s->shift; /* keep reference 0 free */
+		s->n++;
+	}
+	off = s->used[s->n - 1];
+	s->used[s->n - 1] += size;
+	*ref = (uint32_t)(((s->n - 1) << (CHUNK_BITS - s->shift)) | (off >> s->shift));
+	return s->chunk[s->n - 1] + off;
+}
+
+static inline void *store_at(const struct store *s, uint32_t ref)
+{
+	return s->chunk[ref >> (CHUNK_BITS - s->shift)] +
+	       ((size_t)(ref & ((1u << (CHUNK_BITS - s->shift)) - 1)) << s->shift);
+}
+
+static void store_release(struct store *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->chunk[i]);
+	free(s->chunk);
+	free(s->used);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Open addressing, linear probing; ref 0 marks an empty slot. */
+struct slot {
+	uint32_t h;
+	uint32_t ref;
+};
+
+struct slots {
+	struct slot *v;
+	size_t cap; /* power of two */
+	size_t n;
+};
+
+static void slots_init(struct slots *t, size_t cap)
+{
+	t->cap = cap;
+	t->n = 0;
+	t->v = big_alloc(recon_st_mult(cap, sizeof(*t->v)), true);
+}
+
+static void slots_grow(struct slots *t)
+{
+	size_t ncap = recon_st_mult(t->cap, 2), mask = ncap - 1;
+	struct slot *nv = big_alloc(recon_st_mult(ncap, sizeof(*nv)), true);
+
+	for (size_t i = 0; i < t->cap; i++) {
+		size_t j;
+		if (!t->v[i].ref)
+			continue;
+		for (j = t->v[i].h & mask; nv[j].ref; j = (j + 1) & mask)
+			;
+		nv[j] = t->v[i];
+	}
+	free(t->v);
+	t->v = nv;
+	t->cap = ncap;
+}
+
+/* Identity of one statement entry without an id, in a widened key. */
 struct ident {
 	uint64_t hash;
-	const char *id; /* entry id, or NULL: then (key, amount, time) identify it */
-	uint32_t len;
 	uint8_t entry;
 	int64_t amount;
 	int64_t time;
 	const struct keyent *k;
 };
 
+/* A table of pointers (idents of widened keys: rare). */
 struct table {
 	void **slot;
 	size_t cap; /* power of two */
 	size_t n;
+};
+
+struct batch;
+
+struct part {
+	struct slots keys;
+	struct store recs;
+	struct recon_arena arena; /* keyents and idents of widened keys */
+	struct table idents;
+	/* the exchange: batches for this partition (under recon_compare.mu) */
+	struct batch *inbox, *inbox_tail;
+	size_t inbox_n;
+	bool feeding; /* a feeder owns the partition */
+	bool ended;   /* ...and sends no more rows */
+	bool gone;    /* ...and no longer applies any: others may write the partition */
 };
 
 struct recon_compare {
@@ -68,11 +262,14 @@ struct recon_compare {
 	struct recon_window win;
 	int64_t now;
 	bool upstream_is_statement;
-	struct recon_arena arena;
-	struct table keys;     /* struct keyent * */
-	struct table idents;   /* struct ident * */
-	struct keyent **order; /* every keyent, insertion order */
-	size_t norder, aorder;
+	int64_t tbase, tlo, thi;  /* narrow times: tbase + int32 */
+	struct recon_arena arena; /* recon_compare_arena(): the caller's */
+	struct part part[NPART];
+	struct slots ids; /* entry ids seen upstream: packed in idstore */
+	struct store idstore;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct batch *free_batches;
 	const char **pend_keys;
 	uint32_t *pend_lens;
 	size_t apend;
@@ -81,7 +278,32 @@ struct recon_compare {
 	struct recon_compare_counts counts;
 };
 
-/* FNV-1a 64, folded; good enough for keys and cheap. */
+/* 64-bit hash of a key, 8 bytes at a time, then a full avalanche (murmur3 fmix64). */
+static uint64_t key_hash(const void *key, size_t n)
+{
+	const unsigned char *p = key;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL), w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 29;
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, p, n);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 29;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+/* FNV-1a 64 for the rare idents. */
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
 {
 	const unsigned char *s = p;
@@ -97,9 +319,34 @@ static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
 
 static void table_init(struct table *t)
 {
-	t->cap = 1024;
+	t->cap = 64;
 	t->n = 0;
 	t->slot = recon_xcalloc(t->cap, sizeof(*t->slot));
+}
+
+/* Three uppercase ASCII letters in 15 bits; 0 when the code is anything else. */
+static uint16_t cur_pack(const char *c)
+{
+	unsigned v = 0;
+
+	for (int i = 0; i < 3; i++) {
+		if (c[i] < 'A' || c[i] > 'Z')
+			return 0;
+		v = v << 5 | (unsigned)(c[i] - 'A' + 1);
+	}
+	return c[3] ? 0 : (uint16_t)v;
+}
+
+static void cur_unpack(uint16_t v, char *c)
+{
+	if (!v) {
+		memset(c, 0, 4);
+		return;
+	}
+	c[0] = (char)('A' - 1 + (v >> 10 & 31));
+	c[1] = (char)('A' - 1 + (v >> 5 & 31));
+	c[2] = (char)('A' - 1 + (v & 31));
+	c[3] = '\0';
 }
 
 struct recon_compare *recon_compare_new(const struct recon_job *job, const struct recon_window *win,
@@ -111,20 +358,58 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	cmp->win = *win;
 	cmp->now = now;
 	cmp->upstream_is_statement = upstream_is_statement;
+	cmp->tbase = win->start;
+	if (cmp->tbase < INT64_MIN / 2 || cmp->tbase > INT64_MAX / 2)
+		cmp->tbase = 0;
+	cmp->tlo = cmp->tbase + INT32_MIN;
+	cmp->thi = cmp->tbase + INT32_MAX;
 	recon_arena_init(&cmp->arena);
-	table_init(&cmp->keys);
-	table_init(&cmp->idents);
+	for (int i = 0; i < NPART; i++) {
+		struct part *p = &cmp->part[i];
+		slots_init(&p->keys, 1024);
+		p->recs.shift = 3;
+		recon_arena_init(&p->arena);
+		table_init(&p->idents);
+	}
+	slots_init(&cmp->ids, 1024);
+	cmp->idstore.shift = 2;
+	pthread_mutex_init(&cmp->mu, NULL);
+	pthread_cond_init(&cmp->cv, NULL);
 	return cmp;
 }
+
+struct batch {
+	struct batch *next;
+	size_t len;
+	unsigned char data[256u << 10];
+};
 
 void recon_compare_free(struct recon_compare *cmp)
 {
 	if (!cmp)
 		return;
 	recon_arena_release(&cmp->arena);
-	free(cmp->keys.slot);
-	free(cmp->idents.slot);
-	free(cmp->order);
+	for (int i = 0; i < NPART; i++) {
+		struct part *p = &cmp->part[i];
+		free(p->keys.v);
+		store_release(&p->recs);
+		recon_arena_release(&p->arena);
+		free(p->idents.slot);
+		while (p->inbox) {
+			struct batch *b = p->inbox;
+			p->inbox = b->next;
+			free(b);
+		}
+	}
+	free(cmp->ids.v);
+	store_release(&cmp->idstore);
+	while (cmp->free_batches) {
+		struct batch *b = cmp->free_batches;
+		cmp->free_batches = b->next;
+		free(b);
+	}
+	pthread_mutex_destroy(&cmp->mu);
+	pthread_cond_destroy(&cmp->cv);
 	free(cmp->pend_keys);
 	free(cmp->pend_lens);
 	free(cmp->diffs);
@@ -134,11 +419,6 @@ void recon_compare_free(struct recon_compare *cmp)
 struct recon_arena *recon_compare_arena(struct recon_compare *cmp)
 {
 	return &cmp->arena;
-}
-
-static uint32_t keyent_hash(const void *e)
-{
-	return ((const struct keyent *)e)->hash;
 }
 
 static uint32_t ident_hash(const void *e)
@@ -164,78 +444,182 @@ static void table_grow(struct table *t, uint32_t (*hashof)(const void *))
 	t->cap = ncap;
 }
 
-static struct keyent *find_key(const struct recon_compare *cmp, const char *key, size_t len,
-			       uint32_t h)
+/* a == b for short byte strings (keys, packed ids): no call, 8 bytes at a time */
+static inline bool bytes_eq(const void *a, const void *b, size_t n)
 {
-	const struct table *t = &cmp->keys;
-	size_t i = h & (t->cap - 1);
+	const unsigned char *x = a, *y = b;
+	uint64_t u, v;
 
-	for (; t->slot[i]; i = (i + 1) & (t->cap - 1)) {
-		struct keyent *k = t->slot[i];
-		if (k->hash == h && k->key_len == len && !memcmp(k->key, key, len))
-			return k;
+	for (; n >= 8; x += 8, y += 8, n -= 8) {
+		memcpy(&u, x, 8);
+		memcpy(&v, y, 8);
+		if (u != v)
+			return false;
+	}
+	for (; n; x++, y++, n--)
+		if (*x != *y)
+			return false;
+	return true;
+}
+
+static struct krec *find_rec(const struct recon_compare *cmp, const char *key, size_t len,
+			     uint64_t h)
+{
+	const struct part *p = &cmp->part[PART_OF(h)];
+	const struct slots *t = &p->keys;
+	const uint32_t tag = (uint32_t)h;
+
+	for (size_t i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+		if (t->v[i].h == tag) {
+			struct krec *r = store_at(&p->recs, t->v[i].ref);
+			if (r->key_len == len && bytes_eq(r->key, key, len))
+				return r;
+		}
 	}
 	return NULL;
 }
 
-static struct keyent *get_key(struct recon_compare *cmp, const struct recon_row *row)
+static struct krec *get_rec(struct part *p, const char *key, size_t len, uint64_t h)
 {
-	uint32_t h = (uint32_t)hash_bytes(row->key, row->key_len, FNV_BASIS);
-	struct keyent *k = find_key(cmp, row->key, row->key_len, h);
-	struct table *t = &cmp->keys;
+	struct slots *t = &p->keys;
+	const uint32_t tag = (uint32_t)h;
 	size_t i;
+	struct krec *r;
+	uint32_t ref;
 
-	if (k)
-		return k;
-	if ((t->n + 1) * 10 > t->cap * 7)
-		table_grow(t, keyent_hash);
-	k = recon_arena_alloc(&cmp->arena, sizeof(*k));
-	memset(k, 0, sizeof(*k));
-	k->key = row->key;
-	k->key_len = row->key_len;
-	k->hash = h;
-	k->klass = -1;
-	for (i = h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
-		;
-	t->slot[i] = k;
+	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+		if (t->v[i].h == tag) {
+			r = store_at(&p->recs, t->v[i].ref);
+			if (r->key_len == len && bytes_eq(r->key, key, len))
+				return r;
+		}
+	}
+	if (len > UINT16_MAX) {
+		fprintf(stderr, "recon: compare: key of %zu bytes\n", len);
+		abort();
+	}
+	if ((t->n + 1) * 10 > t->cap * 7) {
+		slots_grow(t);
+		for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1))
+			;
+	}
+	r = store_alloc(&p->recs, REC_SIZE(len), &ref);
+	memset(r, 0, REC_HEAD);
+	r->key_len = (uint16_t)len;
+	r->klass = -1;
+	memcpy(r->key, key, len);
+	r->key[len] = '\0';
+	t->v[i].h = tag;
+	t->v[i].ref = ref;
 	t->n++;
-	recon_grow((void **)&cmp->order, &cmp->aorder, cmp->norder + 1, sizeof(*cmp->order));
-	cmp->order[cmp->norder++] = k;
-	return k;
+	return r;
+}
+
+/*
+ * Entry ids: (entry type, id) packed as [entry][form][bytes]. form < 0x80: raw
+ * bytes of that length (0x7f: a 4-byte length follows); 0x80 | n: n decimal
+ * digits (n < 128), two to a byte. Equal entries have equal packings.
+ */
+static size_t id_pack(uint8_t entry, const char *id, size_t len, unsigned char *out)
+{
+	size_t i, o = 0;
+	bool digits = len < 128;
+
+	for (i = 0; digits && i < len; i++)
+		digits = id[i] >= '0' && id[i] <= '9';
+	out[o++] = entry;
+	if (digits) {
+		out[o++] = (unsigned char)(0x80 | len);
+		for (i = 0; i < len; i += 2)
+			out[o++] = (unsigned char)((id[i] - '0') << 4 |
+						   (i + 1 < len ? id[i + 1] - '0' + 1 : 0));
+		return o;
+	}
+	if (len < 0x7f) {
+		out[o++] = (unsigned char)len;
+	} else {
+		uint32_t l = (uint32_t)len;
+		out[o++] = 0x7f;
+		memcpy(out + o, &l, 4);
+		o += 4;
+	}
+	memcpy(out + o, id, len);
+	return o + len;
+}
+
+static size_t id_packed_len(const unsigned char *p)
+{
+	uint32_t l;
+
+	if (p[1] & 0x80)
+		return 2 + ((p[1] & 0x7fu) + 1) / 2;
+	if (p[1] < 0x7f)
+		return 2 + (size_t)p[1];
+	memcpy(&l, p + 2, 4);
+	return 6 + (size_t)l;
+}
+
+/* Records the entry id of an upstream row; true when it was seen before (a duplicate). */
+static bool id_seen(struct recon_compare *cmp, const struct recon_row *row)
+{
+	struct slots *t = &cmp->ids;
+	unsigned char small[160], *pk = small;
+	size_t n, i;
+	uint64_t h;
+	uint32_t tag, ref;
+	bool dup = false;
+
+	if (row->entry_id_len + 8 > sizeof(small))
+		pk = recon_xmalloc(recon_st_add(row->entry_id_len, 8));
+	n = id_pack(row->entry, row->entry_id, row->entry_id_len, pk);
+	h = key_hash(pk, n);
+	tag = (uint32_t)h;
+	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+		if (t->v[i].h == tag) {
+			const unsigned char *q = store_at(&cmp->idstore, t->v[i].ref);
+			if (id_packed_len(q) == n && !memcmp(q, pk, n)) {
+				dup = true;
+				goto out;
+			}
+		}
+	}
+	if ((t->n + 1) * 10 > t->cap * 7) {
+		slots_grow(t);
+		for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1))
+			;
+	}
+	memcpy(store_alloc(&cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
+	t->v[i].h = tag;
+	t->v[i].ref = ref;
+	t->n++;
+out:
+	if (pk != small)
+		free(pk);
+	return dup;
 }
 
 static bool ident_eq(const struct ident *a, const struct ident *b)
 {
-	if (a->hash != b->hash || a->entry != b->entry || (a->id == NULL) != (b->id == NULL))
-		return false;
-	if (a->id)
-		return a->len == b->len && !memcmp(a->id, b->id, a->len);
-	return a->k == b->k && a->amount == b->amount && a->time == b->time;
+	return a->hash == b->hash && a->entry == b->entry && a->k == b->k &&
+	       a->amount == b->amount && a->time == b->time;
 }
 
-/* Records the entry's identity; true when the same entry was seen before. */
-static bool seen_entry(struct recon_compare *cmp, const struct keyent *k,
-		       const struct recon_row *row)
+/* Records a widened key's id-less entry; true when the same entry was seen before. */
+static bool ident_seen(struct part *p, const struct keyent *k, const struct recon_row *row)
 {
-	struct table *t = &cmp->idents;
+	struct table *t = &p->idents;
 	struct ident probe = {0}, *e;
 	uint64_t h = FNV_BASIS;
 	size_t i;
 
 	probe.entry = row->entry;
+	probe.k = k;
+	probe.amount = row->amount;
+	probe.time = row->time;
 	h = hash_bytes(&probe.entry, 1, h);
-	if (row->entry_id) {
-		probe.id = row->entry_id;
-		probe.len = row->entry_id_len;
-		h = hash_bytes(row->entry_id, row->entry_id_len, h);
-	} else {
-		probe.k = k;
-		probe.amount = row->amount;
-		probe.time = row->time;
-		h = hash_bytes(row->key, row->key_len, h);
-		h = hash_bytes(&row->amount, sizeof(row->amount), h);
-		h = hash_bytes(&row->time, sizeof(row->time), h);
-	}
+	h = hash_bytes(&k, sizeof(k), h);
+	h = hash_bytes(&row->amount, sizeof(row->amount), h);
+	h = hash_bytes(&row->time, sizeof(row->time), h);
 	probe.hash = h;
 	for (i = (uint32_t)h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
 		if (ident_eq(t->slot[i], &probe))
@@ -245,7 +629,7 @@ static bool seen_entry(struct recon_compare *cmp, const struct keyent *k,
 		for (i = (uint32_t)h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
 			;
 	}
-	e = recon_arena_alloc(&cmp->arena, sizeof(*e));
+	e = recon_arena_alloc(&p->arena, sizeof(*e));
 	*e = probe;
 	t->slot[i] = e;
 	t->n++;
@@ -260,18 +644,10 @@ static bool add_saturating(int64_t *acc, int64_t v)
 	return true;
 }
 
-void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row)
+/* Folds one upstream entry into a key (dup: the same provider entry seen before). */
+static void fold_up(struct keyent *k, const struct recon_row *row, bool dup)
 {
-	struct keyent *k = get_key(cmp, row);
-
-	if (side == RECON_SIDE_LOCAL) {
-		if (k->n_local++ == 0)
-			k->local = *row;
-		else if (row->time < k->local.time)
-			k->local.time = row->time; /* duplicates: the earliest row owns the key */
-		return;
-	}
-	if (seen_entry(cmp, k, row)) {
+	if (dup) {
 		/* the same provider entry again: flagged, and not counted twice in the sums */
 		k->up_dup = true;
 		k->n_up++;
@@ -333,12 +709,645 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 		k->up_currency_conflict = true;
 }
 
+static void fold_local(struct keyent *k, const struct recon_row *row)
+{
+	if (k->n_local++ == 0) {
+		k->local = *row;
+		k->local.key = NULL;
+		k->local.key_len = 0;
+		k->local.entry_id = NULL;
+		k->local.entry_id_len = 0;
+	} else if (row->time < k->local.time) {
+		k->local.time = row->time; /* duplicates: the earliest row owns the key */
+	}
+}
+
+/* The narrow record's upstream entry / local row, as rows. */
+static void narrow_up_row(const struct recon_compare *cmp, const struct krec *r,
+			  struct recon_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->amount = r->u.n.up_amount;
+	row->time = cmp->tbase + r->up_time;
+	row->line = r->up_line;
+	row->status = r->up_kind & 7;
+	row->entry = r->up_kind >> 3 & 7;
+	row->flags = (uint8_t)((r->up_kind & 0x40 ? RECON_ROW_HAS_STATUS : 0) |
+			       (r->fl & F_UP_LOOKED ? RECON_ROW_LOOKED_UP : 0));
+	cur_unpack(r->up_cur, row->currency);
+}
+
+static void narrow_loc_row(const struct recon_compare *cmp, const struct krec *r,
+			   struct recon_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->amount = r->u.n.loc_amount;
+	row->time = cmp->tbase + r->loc_time;
+	row->line = r->loc_line;
+	row->status = r->loc_status;
+	row->flags = r->fl & F_LOC_LOOK ? RECON_ROW_LOOKED_UP : 0;
+	cur_unpack(r->loc_cur, row->currency);
+}
+
+/* The full state of a record: its keyent, or the narrow state replayed into tmp. */
+static const struct keyent *view(const struct recon_compare *cmp, const struct krec *r,
+				 struct keyent *tmp)
+{
+	struct recon_row row;
+
+	if (r->fl & F_EXT)
+		return r->u.ext;
+	memset(tmp, 0, sizeof(*tmp));
+	if (r->fl & F_UP) {
+		narrow_up_row(cmp, r, &row);
+		fold_up(tmp, &row, false);
+	}
+	if (r->fl & F_LOC) {
+		narrow_loc_row(cmp, r, &row);
+		fold_local(tmp, &row);
+	}
+	return tmp;
+}
+
+static void widen(struct recon_compare *cmp, struct part *p, struct krec *r)
+{
+	struct keyent *k = recon_arena_alloc(&p->arena, sizeof(*k));
+	struct recon_row row;
+
+	view(cmp, r, k);
+	if ((r->fl & (F_UP | F_UP_ID)) == F_UP) {
+		narrow_up_row(cmp, r, &row);
+		(void)ident_seen(p, k, &row);
+	}
+	r->u.ext = k;
+	r->fl = (uint8_t)((r->fl & (F_REJ_UP | F_REJ_LOC)) | F_EXT);
+}
+
+static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row)
+{
+	return row->time >= cmp->tlo && row->time <= cmp->thi && row->line <= UINT32_MAX &&
+	       cur_pack(row->currency) != 0;
+}
+
+/*
+ * Applies a row of `side` to its key in partition p. iddup (upstream): 1 the
+ * entry id was seen before, 0 it was not, -1 the row has no entry id.
+ */
+static void apply(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
+		  const struct recon_row *row, int iddup)
+{
+	struct krec *r = get_rec(p, row->key, row->key_len, h);
+
+	if (side == RECON_SIDE_LOCAL) {
+		if (!(r->fl & F_EXT)) {
+			if (!(r->fl & F_LOC) && narrow_fits(cmp, row)) {
+				r->fl |=
+				    F_LOC | (row->flags & RECON_ROW_LOOKED_UP ? F_LOC_LOOK : 0);
+				r->u.n.loc_amount = row->amount;
+				r->loc_time = (int32_t)(row->time - cmp->tbase);
+				r->loc_line = (uint32_t)row->line;
+				r->loc_status = row->status;
+				r->loc_cur = cur_pack(row->currency);
+				return;
+			}
+			widen(cmp, p, r);
+		}
+		fold_local(r->u.ext, row);
+		return;
+	}
+	if (!(r->fl & F_EXT)) {
+		if (!(r->fl & F_UP) && iddup != 1 && row->status < 8 && row->entry < 8 &&
+		    narrow_fits(cmp, row)) {
+			r->fl |= F_UP | (row->flags & RECON_ROW_LOOKED_UP ? F_UP_LOOKED : 0) |
+				 (iddup == 0 ? F_UP_ID : 0);
+			r->u.n.up_amount = row->amount;
+			r->up_time = (int32_t)(row->time - cmp->tbase);
+			r->up_line = (uint32_t)row->line;
+			r->up_kind = (uint8_t)(row->status | row->entry << 3 |
+					       (row->flags & RECON_ROW_HAS_STATUS ? 0x40 : 0));
+			r->up_cur = cur_pack(row->currency);
+			return;
+		}
+		widen(cmp, p, r);
+	}
+	fold_up(r->u.ext, row, iddup < 0 ? ident_seen(p, r->u.ext, row) : iddup == 1);
+}
+
+static void reject_key(struct part *p, int side, const struct recon_row *row, uint64_t h)
+{
+	struct krec *r = get_rec(p, row->key, row->key_len, h);
+
+	r->fl |= side == RECON_SIDE_LOCAL ? F_REJ_LOC : F_REJ_UP;
+}
+
+void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row)
+{
+	uint64_t h = key_hash(row->key, row->key_len);
+	int iddup = -1;
+
+	if (side != RECON_SIDE_LOCAL && row->entry_id)
+		iddup = id_seen(cmp, row);
+	apply(cmp, &cmp->part[PART_OF(h)], side, h, row, iddup);
+}
+
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row)
 {
-	struct keyent *k = get_key(cmp, row);
+	uint64_t h = key_hash(row->key, row->key_len);
 
-	k->rejected[side == RECON_SIDE_LOCAL] = true;
+	reject_key(&cmp->part[PART_OF(h)], side, row, h);
 }
+
+/* Grows a table to hold n entries under the 0.7 load limit. */
+static void slots_reserve(struct slots *t, uint64_t n)
+{
+	size_t cap = t->cap;
+
+	if (n > ((uint64_t)1 << 31))
+		n = (uint64_t)1 << 31;
+	while ((uint64_t)cap * 7 < n * 10)
+		cap *= 2;
+	if (cap == t->cap)
+		return;
+	if (!t->n) {
+		free(t->v);
+		slots_init(t, cap);
+		return;
+	}
+	while (t->cap < cap)
+		slots_grow(t);
+}
+
+void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t upstream_entries)
+{
+	for (int i = 0; i < NPART; i++)
+		slots_reserve(&cmp->part[i].keys, keys / NPART + keys / 64);
+	slots_reserve(&cmp->ids, upstream_entries);
+}
+
+/* ---- feeding on two threads ---- */
+
+#define INBOX_MAX  8
+#define POLL_EVERY 4096 /* rows fed between looks at the inbox */
+#define AHEAD	   16	/* rows ahead whose table slot is prefetched; half that: the record */
+
+#define OP_ADD	  0
+#define OP_DUP	  1
+#define OP_NOID	  2
+#define OP_REJECT 3
+
+/* One row in a batch; the key bytes follow (then, before the id check, the packed id). */
+struct wire {
+	uint64_t h;
+	int64_t amount;
+	int64_t time;
+	uint64_t line;
+	uint32_t key_len;
+	uint16_t id_len; /* packed id bytes after the key (0: none) */
+	uint8_t status, entry, flags, op;
+	char currency[4];
+};
+
+#define WIRE_SIZE(klen, idlen) (sizeof(struct wire) + (((size_t)(klen) + (idlen) + 7) & ~(size_t)7))
+
+struct recon_compare_feeder {
+	struct recon_compare *cmp;
+	int side;	   /* also the partition it owns */
+	struct batch *pre; /* upstream rows waiting for their id check */
+	struct batch *self;
+	struct batch *out;
+	size_t *offs; /* row offsets of the batch being applied */
+	size_t aoffs;
+	size_t *pre_offs; /* ...of the batch whose ids are being checked */
+	size_t apre_offs;
+	unsigned since_poll;
+};
+
+static struct batch *batch_get(struct recon_compare *cmp)
+{
+	struct batch *b;
+
+	pthread_mutex_lock(&cmp->mu);
+	b = cmp->free_batches;
+	if (b)
+		cmp->free_batches = b->next;
+	pthread_mutex_unlock(&cmp->mu);
+	if (!b)
+		b = recon_xmalloc(sizeof(*b));
+	b->next = NULL;
+	b->len = 0;
+	return b;
+}
+
+static void batch_put(struct recon_compare *cmp, struct batch *first, struct batch *last)
+{
+	pthread_mutex_lock(&cmp->mu);
+	last->next = cmp->free_batches;
+	cmp->free_batches = first;
+	pthread_mutex_unlock(&cmp->mu);
+}
+
+/* Offsets of the rows of b into *offs; returns their count. */
+static size_t batch_index(const struct batch *b, size_t **offs, size_t *aoffs)
+{
+	size_t n = 0;
+
+	for (size_t o = 0; o < b->len;) {
+		struct wire w;
+		memcpy(&w, b->data + o, sizeof(w));
+		recon_grow((void **)offs, aoffs, n + 1, sizeof(**offs));
+		(*offs)[n++] = o;
+		o += WIRE_SIZE(w.key_len, w.id_len);
+	}
+	return n;
+}
+
+static inline void prefetch_slot(const struct slots *t, uint64_t h)
+{
+	__builtin_prefetch(&t->v[(uint32_t)h & (t->cap - 1)]);
+}
+
+/* Prefetches the record of the first slot whose tag matches h, if any (a few probes). */
+static inline void prefetch_rec(const struct slots *t, const struct store *st, uint64_t h)
+{
+	const size_t mask = t->cap - 1;
+
+	for (size_t i = (uint32_t)h & mask, k = 0; k < 8 && t->v[i].ref; i = (i + 1) & mask, k++) {
+		if (t->v[i].h == (uint32_t)h) {
+			__builtin_prefetch(store_at(st, t->v[i].ref));
+			return;
+		}
+	}
+}
+
+static uint64_t wire_h(const struct batch *b, size_t off)
+{
+	uint64_t h;
+
+	memcpy(&h, b->data + off, sizeof(h));
+	return h;
+}
+
+/*
+ * Applies the rows of a list of batches of side `from` to partition pi, the
+ * table slots and records prefetched a few rows ahead (the table is far
+ * bigger than the caches: these misses are the cost of a hash join), then
+ * recycles the batches. The caller is the partition's only writer.
+ */
+static void apply_batches(struct recon_compare *cmp, int pi, int from, struct batch *b,
+			  size_t **offs, size_t *aoffs)
+{
+	struct part *p = &cmp->part[pi];
+	struct batch *last = NULL;
+
+	for (struct batch *x = b; x; x = x->next) {
+		size_t n = batch_index(x, offs, aoffs);
+		const size_t *off = *offs;
+
+		for (size_t i = 0; i < n && i < AHEAD; i++)
+			prefetch_slot(&p->keys, wire_h(x, off[i]));
+		for (size_t i = 0; i < n && i < AHEAD / 2; i++)
+			prefetch_rec(&p->keys, &p->recs, wire_h(x, off[i]));
+		for (size_t i = 0; i < n; i++) {
+			struct wire w;
+			struct recon_row row;
+
+			if (i + AHEAD < n)
+				prefetch_slot(&p->keys, wire_h(x, off[i + AHEAD]));
+			if (i + AHEAD / 2 < n)
+				prefetch_rec(&p->keys, &p->recs, wire_h(x, off[i + AHEAD / 2]));
+			memcpy(&w, x->data + off[i], sizeof(w));
+			memset(&row, 0, sizeof(row));
+			row.key = (const char *)x->data + off[i] + sizeof(w);
+			row.key_len = w.key_len;
+			row.status = w.status;
+			row.entry = w.entry;
+			row.flags = w.flags;
+			memcpy(row.currency, w.currency, 4);
+			row.amount = w.amount;
+			row.time = w.time;
+			row.line = w.line;
+			if (w.op == OP_REJECT)
+				reject_key(p, from, &row, w.h);
+			else
+				apply(cmp, p, from, w.h, &row,
+				      w.op == OP_NOID  ? -1
+				      : w.op == OP_DUP ? 1
+						       : 0);
+		}
+		last = x;
+	}
+	if (last)
+		batch_put(cmp, b, last);
+}
+
+/* Takes a partition's inbox (caller holds mu). */
+static struct batch *take_inbox(struct recon_compare *cmp, struct part *p)
+{
+	struct batch *b = p->inbox;
+
+	p->inbox = p->inbox_tail = NULL;
+	p->inbox_n = 0;
+	if (b)
+		pthread_cond_broadcast(&cmp->cv);
+	return b;
+}
+
+static void apply_inbox(struct recon_compare_feeder *f, struct batch *b)
+{
+	apply_batches(f->cmp, f->side, !f->side, b, &f->offs, &f->aoffs);
+}
+
+static void poll_inbox(struct recon_compare_feeder *f)
+{
+	struct recon_compare *cmp = f->cmp;
+	struct batch *b;
+
+	pthread_mutex_lock(&cmp->mu);
+	b = take_inbox(cmp, &cmp->part[f->side]);
+	pthread_mutex_unlock(&cmp->mu);
+	apply_inbox(f, b);
+}
+
+/*
+ * Hands the outgoing batch to the other partition's feeder. While its inbox
+ * is full, applies this feeder's own inbox (or waits): neither side can block
+ * the other for good. Once the other feeder is gone, nobody else writes its
+ * partition: the batch is applied here.
+ */
+static void send_out(struct recon_compare_feeder *f)
+{
+	struct recon_compare *cmp = f->cmp;
+	struct part *me = &cmp->part[f->side], *to = &cmp->part[!f->side];
+	struct batch *b = f->out, *mine;
+
+	f->out = NULL;
+	if (!b)
+		return;
+	if (!b->len) {
+		batch_put(cmp, b, b);
+		return;
+	}
+	pthread_mutex_lock(&cmp->mu);
+	for (;;) {
+		if (to->gone) {
+			pthread_mutex_unlock(&cmp->mu);
+			apply_batches(cmp, !f->side, f->side, b, &f->offs, &f->aoffs);
+			return;
+		}
+		if (to->inbox_n < INBOX_MAX) {
+			if (to->inbox_tail)
+				to->inbox_tail->next = b;
+			else
+				to->inbox = b;
+			to->inbox_tail = b;
+			to->inbox_n++;
+			pthread_cond_broadcast(&cmp->cv);
+			break;
+		}
+		mine = take_inbox(cmp, me);
+		if (mine) {
+			pthread_mutex_unlock(&cmp->mu);
+			apply_inbox(f, mine);
+			pthread_mutex_lock(&cmp->mu);
+			continue;
+		}
+		pthread_cond_wait(&cmp->cv, &cmp->mu);
+	}
+	pthread_mutex_unlock(&cmp->mu);
+}
+
+/* Applies the rows of this feeder's own partition gathered so far. */
+static void flush_self(struct recon_compare_feeder *f)
+{
+	struct batch *b = f->self;
+
+	f->self = NULL;
+	if (b)
+		apply_batches(f->cmp, f->side, f->side, b, &f->offs, &f->aoffs);
+}
+
+/* Appends a row to *bp (a new batch when full: the full one goes through `full`). */
+static void put_row(struct recon_compare_feeder *f, struct batch **bp,
+		    void (*full)(struct recon_compare_feeder *), const struct wire *w,
+		    const char *key, const unsigned char *id)
+{
+	size_t need = WIRE_SIZE(w->key_len, w->id_len);
+
+	if (*bp && (*bp)->len + need > sizeof((*bp)->data))
+		full(f);
+	if (!*bp)
+		*bp = batch_get(f->cmp);
+	memcpy((*bp)->data + (*bp)->len, w, sizeof(*w));
+	memcpy((*bp)->data + (*bp)->len + sizeof(*w), key, w->key_len);
+	if (w->id_len && id)
+		memcpy((*bp)->data + (*bp)->len + sizeof(*w) + w->key_len, id, w->id_len);
+	(*bp)->len += need;
+}
+
+/* Sends a row, its id checked, to the partition of its key. */
+static void route(struct recon_compare_feeder *f, struct wire *w, const char *key)
+{
+	w->id_len = 0;
+	if (PART_OF(w->h) == f->side)
+		put_row(f, &f->self, flush_self, w, key, NULL);
+	else
+		put_row(f, &f->out, send_out, w, key, NULL);
+}
+
+/* Hash of a packed id, and whether the packed id is already in the table (then a duplicate). */
+static bool id_seen_packed(struct recon_compare *cmp, const unsigned char *pk, size_t n, uint64_t h)
+{
+	struct slots *t = &cmp->ids;
+	const uint32_t tag = (uint32_t)h;
+	size_t i;
+	uint32_t ref;
+
+	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+		if (t->v[i].h == tag) {
+			const unsigned char *q = store_at(&cmp->idstore, t->v[i].ref);
+			if (id_packed_len(q) == n && bytes_eq(q, pk, n))
+				return true;
+		}
+	}
+	if ((t->n + 1) * 10 > t->cap * 7) {
+		slots_grow(t);
+		for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1))
+			;
+	}
+	memcpy(store_alloc(&cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
+	t->v[i].h = tag;
+	t->v[i].ref = ref;
+	t->n++;
+	return false;
+}
+
+/* Checks the ids of the upstream rows gathered in f->pre, in order, then routes them. */
+static void flush_pre(struct recon_compare_feeder *f)
+{
+	struct recon_compare *cmp = f->cmp;
+	struct batch *b = f->pre;
+	size_t n, *off;
+	uint64_t *ih = NULL;
+
+	f->pre = NULL;
+	if (!b)
+		return;
+	/* own offsets: routing may apply batches (and index them) meanwhile */
+	n = batch_index(b, &f->pre_offs, &f->apre_offs);
+	off = f->pre_offs;
+	ih = recon_xmalloc(recon_st_mult(n ? n : 1, sizeof(*ih)));
+	for (size_t i = 0; i < n; i++) {
+		struct wire w;
+		memcpy(&w, b->data + off[i], sizeof(w));
+		ih[i] = w.id_len ? key_hash(b->data + off[i] + sizeof(w) + w.key_len, w.id_len) : 0;
+	}
+	for (size_t i = 0; i < n && i < AHEAD; i++)
+		prefetch_slot(&cmp->ids, ih[i]);
+	for (size_t i = 0; i < n; i++) {
+		struct wire w;
+		const unsigned char *key = b->data + off[i] + sizeof(w);
+
+		if (i + AHEAD < n)
+			prefetch_slot(&cmp->ids, ih[i + AHEAD]);
+		if (i + AHEAD / 2 < n)
+			prefetch_rec(&cmp->ids, &cmp->idstore, ih[i + AHEAD / 2]);
+		memcpy(&w, b->data + off[i], sizeof(w));
+		if (w.op != OP_REJECT)
+			w.op = !w.id_len					       ? OP_NOID
+			       : id_seen_packed(cmp, key + w.key_len, w.id_len, ih[i]) ? OP_DUP
+										       : OP_ADD;
+		route(f, &w, (const char *)key);
+	}
+	free(ih);
+	batch_put(cmp, b, b);
+}
+
+struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp, int side)
+{
+	struct recon_compare_feeder *f = recon_xcalloc(1, sizeof(*f));
+
+	f->cmp = cmp;
+	f->side = side == RECON_SIDE_LOCAL;
+	pthread_mutex_lock(&cmp->mu);
+	cmp->part[f->side].feeding = true;
+	cmp->part[f->side].ended = false;
+	cmp->part[f->side].gone = false;
+	pthread_mutex_unlock(&cmp->mu);
+	return f;
+}
+
+/* Everything gathered goes on: ids checked, own rows applied, the rest sent. */
+static void flush_all(struct recon_compare_feeder *f)
+{
+	flush_pre(f);
+	flush_self(f);
+	send_out(f);
+}
+
+static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
+{
+	struct wire w;
+	unsigned char small[160];
+
+	memset(&w, 0, sizeof(w));
+	w.h = key_hash(row->key, row->key_len);
+	w.amount = row->amount;
+	w.time = row->time;
+	w.line = row->line;
+	w.key_len = row->key_len;
+	w.status = row->status;
+	w.entry = row->entry;
+	w.flags = row->flags;
+	w.op = rejected ? OP_REJECT : OP_NOID;
+	memcpy(w.currency, row->currency, 4);
+	if (f->side == RECON_SIDE_UPSTREAM) {
+		/* ids are checked in read order, a batch at a time */
+		if (!rejected && row->entry_id && row->entry_id_len + 8 <= sizeof(small)) {
+			w.id_len =
+			    (uint16_t)id_pack(row->entry, row->entry_id, row->entry_id_len, small);
+		} else if (!rejected && row->entry_id) {
+			/* a long id: checked now, in order, after the rows gathered */
+			flush_pre(f);
+			w.op = id_seen(f->cmp, row) ? OP_DUP : OP_ADD;
+			route(f, &w, row->key);
+			goto polled;
+		}
+		if (WIRE_SIZE(w.key_len, w.id_len) > sizeof(f->pre->data)) {
+			fprintf(stderr, "recon: compare: key of %u bytes\n", row->key_len);
+			abort();
+		}
+		put_row(f, &f->pre, flush_pre, &w, row->key, small);
+	} else {
+		route(f, &w, row->key);
+	}
+polled:
+	if (++f->since_poll >= POLL_EVERY) {
+		f->since_poll = 0;
+		flush_all(f);
+		poll_inbox(f);
+	}
+}
+
+void recon_compare_feeder_add(struct recon_compare_feeder *f, const struct recon_row *row)
+{
+	feed(f, row, false);
+}
+
+void recon_compare_feeder_add_rejected(struct recon_compare_feeder *f, const struct recon_row *row)
+{
+	feed(f, row, true);
+}
+
+void recon_compare_feeder_free(struct recon_compare_feeder *f)
+{
+	struct recon_compare *cmp;
+	struct part *me, *other;
+	struct batch *b;
+
+	if (!f)
+		return;
+	cmp = f->cmp;
+	me = &cmp->part[f->side];
+	other = &cmp->part[!f->side];
+	flush_all(f);
+	/* serve the other side's rows for this partition until it ends too */
+	pthread_mutex_lock(&cmp->mu);
+	me->ended = true;
+	pthread_cond_broadcast(&cmp->cv);
+	for (;;) {
+		b = take_inbox(cmp, me);
+		if (b) {
+			pthread_mutex_unlock(&cmp->mu);
+			apply_inbox(f, b);
+			pthread_mutex_lock(&cmp->mu);
+			continue;
+		}
+		if (!other->feeding || other->ended)
+			break;
+		pthread_cond_wait(&cmp->cv, &cmp->mu);
+	}
+	me->gone = true;
+	pthread_cond_broadcast(&cmp->cv);
+	pthread_mutex_unlock(&cmp->mu);
+	free(f->offs);
+	free(f->pre_offs);
+	free(f);
+}
+
+/* ---- classification ---- */
+
+/* Calls fn on every record of every partition, in storage order. */
+#define FOR_EACH_REC(cmp, r, body)                                                                 \
+	for (int pi_ = 0; pi_ < NPART; pi_++) {                                                    \
+		const struct store *s_ = &(cmp)->part[pi_].recs;                                   \
+		for (size_t c_ = 0; c_ < s_->n; c_++) {                                            \
+			for (size_t o_ = c_ ? 0 : 8; o_ < s_->used[c_];) {                         \
+				struct krec *r = (struct krec *)(s_->chunk[c_] + o_);              \
+				o_ += REC_SIZE(r->key_len);                                        \
+				body                                                               \
+			}                                                                          \
+		}                                                                                  \
+	}
 
 static bool up_owned(const struct recon_compare *cmp, const struct keyent *k)
 {
@@ -452,17 +1461,31 @@ static enum recon_class classify_key(struct recon_compare *cmp, const struct key
 	return RECON_CLASS_MATCHED;
 }
 
+static int pend_cmp(const void *a, const void *b)
+{
+	const struct krec *x = *(const struct krec *const *)a, *y = *(const struct krec *const *)b;
+	size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+	int c = memcmp(x->key, y->key, n);
+
+	if (c)
+		return c;
+	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
 size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const char ***keys,
 				     const uint32_t **lens)
 {
-	size_t n = 0;
+	struct krec **list = NULL;
+	size_t n = 0, alist = 0;
+	struct keyent tmp;
 
-	for (size_t i = 0; i < cmp->norder; i++) {
-		const struct keyent *k = cmp->order[i];
+	FOR_EACH_REC(cmp, r, {
+		const struct keyent *k;
 		bool want;
-		if (k->rejected[0] || k->rejected[1])
-			want = false; /* its class is undecidable anyway: no lookup */
-		else if (side == RECON_SIDE_LOCAL)
+		if (r->fl & (F_REJ_UP | F_REJ_LOC))
+			continue; /* its class is undecidable anyway: no lookup */
+		k = view(cmp, r, &tmp);
+		if (side == RECON_SIDE_LOCAL)
 			want = k->n_up && !k->n_local && up_owned(cmp, k);
 		else
 			want = !k->n_up && k->n_local == 1 && local_owned(cmp, k) &&
@@ -470,17 +1493,22 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 				k->local.status == RECON_ST_REFUNDED);
 		if (!want)
 			continue;
-		if (n >= cmp->apend) {
-			size_t a = cmp->apend;
-			recon_grow((void **)&cmp->pend_keys, &a, n + 1, sizeof(*cmp->pend_keys));
-			cmp->pend_lens = recon_xrealloc(cmp->pend_lens,
-							recon_st_mult(a, sizeof(*cmp->pend_lens)));
-			cmp->apend = a;
-		}
-		cmp->pend_keys[n] = k->key;
-		cmp->pend_lens[n] = k->key_len;
-		n++;
+		recon_grow((void **)&list, &alist, n + 1, sizeof(*list));
+		list[n++] = r;
+	})
+	/* key order: the same lookups in the same order whatever the threads did */
+	if (n)
+		qsort(list, n, sizeof(*list), pend_cmp);
+	if (n > cmp->apend) {
+		cmp->pend_keys = recon_xrealloc(cmp->pend_keys, recon_st_mult(n, sizeof(char *)));
+		cmp->pend_lens = recon_xrealloc(cmp->pend_lens, recon_st_mult(n, sizeof(uint32_t)));
+		cmp->apend = n;
 	}
+	for (size_t i = 0; i < n; i++) {
+		cmp->pend_keys[i] = list[i]->key;
+		cmp->pend_lens[i] = list[i]->key_len;
+	}
+	free(list);
 	*keys = cmp->pend_keys;
 	*lens = cmp->pend_lens;
 	return n;
@@ -500,43 +1528,46 @@ static int diff_cmp(const void *a, const void *b)
 void recon_compare_classify(struct recon_compare *cmp)
 {
 	size_t nd = 0, ad = 0;
+	struct keyent tmp;
 
 	memset(&cmp->counts, 0, sizeof(cmp->counts));
 	free(cmp->diffs);
 	cmp->diffs = NULL;
-	for (size_t i = 0; i < cmp->norder; i++) {
-		struct keyent *k = cmp->order[i];
-		if (k->rejected[0] || k->rejected[1]) {
+	FOR_EACH_REC(cmp, r, {
+		const struct keyent *k;
+		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
 			/* a row of this key is unreadable: no class can be asserted */
-			k->klass = -1;
+			k = view(cmp, r, &tmp);
+			r->klass = -1;
 			cmp->counts.keys_rejected++;
 			cmp->counts.rows_other[0] += k->n_up;
 			cmp->counts.rows_other[1] += k->n_local;
 			continue;
 		}
+		k = view(cmp, r, &tmp);
 		if (!k->n_up && !k->n_local)
 			continue;
 		if (!owned(cmp, k)) {
-			k->klass = -1;
+			r->klass = -1;
 			cmp->counts.rows_other[0] += k->n_up;
 			cmp->counts.rows_other[1] += k->n_local;
 			continue;
 		}
-		k->klass = (int8_t)classify_key(cmp, k);
+		r->klass = (int8_t)classify_key(cmp, k);
 		cmp->counts.keys_owned++;
 		cmp->counts.rows_owned[0] += k->n_up;
 		cmp->counts.rows_owned[1] += k->n_local;
-		if (k->klass == RECON_CLASS_MATCHED) {
+		if (r->klass == RECON_CLASS_MATCHED) {
 			cmp->counts.matched++;
 			continue;
 		}
-		cmp->counts.classes[k->klass]++;
+		cmp->counts.classes[r->klass]++;
 		recon_grow((void **)&cmp->diffs, &ad, nd + 1, sizeof(*cmp->diffs));
 		struct recon_diff *d = &cmp->diffs[nd++];
 		memset(d, 0, sizeof(*d));
-		d->key = k->key;
-		d->key_len = k->key_len;
-		d->klass = (uint8_t)k->klass;
+		d->key = r->key;
+		d->key_len = r->key_len;
+		d->klass = (uint8_t)r->klass;
 		if (k->n_up) {
 			d->up.present = true;
 			d->up.status = (uint8_t)up_status(k);
@@ -558,7 +1589,7 @@ void recon_compare_classify(struct recon_compare *cmp)
 			d->local.rows = k->n_local;
 			d->local.looked_up = (k->local.flags & RECON_ROW_LOOKED_UP) != 0;
 		}
-	}
+	})
 	if (nd)
 		qsort(cmp->diffs, nd, sizeof(*cmp->diffs), diff_cmp);
 	cmp->ndiffs = nd;
@@ -577,8 +1608,7 @@ const struct recon_diff *recon_compare_diffs(const struct recon_compare *cmp, si
 
 int recon_compare_key_class(const struct recon_compare *cmp, const char *key, size_t len)
 {
-	uint32_t h = (uint32_t)hash_bytes(key, len, FNV_BASIS);
-	const struct keyent *k = find_key(cmp, key, len, h);
+	const struct krec *r = find_rec(cmp, key, len, key_hash(key, len));
 
-	return k ? k->klass : -1;
+	return r ? r->klass : -1;
 }

@@ -216,11 +216,12 @@ static int render_actions(sqlite3 *db, const char *job, struct recon_buf *b, str
 	sqlite3_stmt *q = NULL;
 	int s, rc = 0;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT r.mode, a.action, a.outcome, count(*) FROM actions a JOIN runs r "
-			       "ON r.id = a.run_id WHERE r.job = ? AND r.dry_run = 0 "
-			       "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-			       -1, &q, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT r.mode, a.action, a.outcome, count(*) FROM actions a JOIN runs r "
+		"ON r.id = a.run_id WHERE r.job = ? AND r.dry_run = 0 "
+		"GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+		-1, &q, NULL) != SQLITE_OK) {
 		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read action counts: %s",
 				   sqlite3_errmsg(db));
 		goto out;

@@ -618,12 +618,14 @@ out:
 	return rc;
 }
 
-static const char *const csv_keys[] = {
-    "description",  "encoding",	   "delimiter",	  "quote",	 "header",
-    "skip_lines",   "strip",	   "comment_prefixes", "stop_prefixes", "columns",
-    "entry_types",  "status_map",  "currency",	  "timezone",	 "thousands",
-    "alt_columns",  "delimiter_guard", "reject_empty", "zip_entry",	 "zip_exclude",
-    "totals",	    NULL};
+static const char *const csv_keys[] = {"description", "encoding",	  "delimiter",
+				       "quote",	      "header",		  "skip_lines",
+				       "strip",	      "comment_prefixes", "stop_prefixes",
+				       "columns",     "entry_types",	  "status_map",
+				       "currency",    "timezone",	  "thousands",
+				       "alt_columns", "delimiter_guard",  "reject_empty",
+				       "zip_entry",   "zip_exclude",	  "totals",
+				       NULL};
 
 /* Role index for a name in "columns"/"alt_columns" (key parts excluded), or -1. */
 static int role_of(const char *role)
@@ -943,12 +945,33 @@ static char *find_profile(const char *jobdir, const char *name)
 	return NULL;
 }
 
-static const char *const side_keys[] = {
-    "kind",	 "path",	"format",     "table",	     "dsn_env",		 "columns",
-    "timezone",	 "currency",	"status_map", "entry_types", "encoding",	 "delimiter",
-    "quote",	 "header",	"skip_lines", "strip",	     "comment_prefixes", "stop_prefixes",
-    "thousands", "description", "alt_columns", "delimiter_guard", "reject_empty", "zip_entry",
-    "zip_exclude", "totals", NULL};
+static const char *const side_keys[] = {"kind",
+					"path",
+					"format",
+					"table",
+					"dsn_env",
+					"columns",
+					"timezone",
+					"currency",
+					"status_map",
+					"entry_types",
+					"encoding",
+					"delimiter",
+					"quote",
+					"header",
+					"skip_lines",
+					"strip",
+					"comment_prefixes",
+					"stop_prefixes",
+					"thousands",
+					"description",
+					"alt_columns",
+					"delimiter_guard",
+					"reject_empty",
+					"zip_entry",
+					"zip_exclude",
+					"totals",
+					NULL};
 
 static bool env_name_ok(const char *s)
 {
@@ -1067,10 +1090,11 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 		goto out;
 	if (sql) {
 		static const char *const csv_only[] = {
-		    "encoding",	     "delimiter",	"quote",	   "header",
-		    "skip_lines",    "strip",		"comment_prefixes", "stop_prefixes",
-		    "alt_columns",   "delimiter_guard", "reject_empty",	   "zip_entry",
-		    "zip_exclude",   "totals",		NULL};
+		    "encoding",		"delimiter",	 "quote",
+		    "header",		"skip_lines",	 "strip",
+		    "comment_prefixes", "stop_prefixes", "alt_columns",
+		    "delimiter_guard",	"reject_empty",	 "zip_entry",
+		    "zip_exclude",	"totals",	 NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
 				push(L, csv_only[i]);
@@ -1153,14 +1177,16 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	if (s->totals.in != RECON_TOTALS_NONE) {
 		push(L, "totals");
 		if (s->totals.in == RECON_TOTALS_TRAILER && !s->stop_prefixes)
-			rc = lerr(L, "trailer totals need 'stop_prefixes' (where the trailer starts)");
+			rc = lerr(L,
+				  "trailer totals need 'stop_prefixes' (where the trailer starts)");
 		else if (s->totals.in == RECON_TOTALS_FOOTER && !s->comment_prefixes)
 			rc = lerr(L, "footer totals need 'comment_prefixes' (the footer's lines)");
 		else if (!s->header)
 			rc = lerr(L, "totals name detail columns: the csv needs a header");
 		for (size_t i = 0; rc == 0 && i < s->totals.ngroups; i++)
 			if (s->totals.groups[i].entry_type && !s->cols[RECON_COL_ENTRY_TYPE])
-				rc = lerr(L, "a group filters on 'entry_type', which is not mapped");
+				rc =
+				    lerr(L, "a group filters on 'entry_type', which is not mapped");
 		pop(L);
 		if (rc < 0)
 			goto out;
@@ -1275,7 +1301,8 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 		rc = lerr(L, "expected an object");
 		goto out;
 	}
-	if ((rc = check_keys(L, v, keys)) < 0 || (rc = get_bool(L, v, "enabled", &a->enabled)) < 0 ||
+	if ((rc = check_keys(L, v, keys)) < 0 ||
+	    (rc = get_bool(L, v, "enabled", &a->enabled)) < 0 ||
 	    (rc = get_str(L, v, "writer_dsn_env", &a->writer_dsn_env)) < 0 ||
 	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0)
 		goto out;
@@ -1301,7 +1328,8 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 			pop(L);
 			goto out;
 		}
-		json_object_foreach(rs, st, w) {
+		json_object_foreach(rs, st, w)
+		{
 			int i;
 			for (i = 0; i < RECON_ST__COUNT; i++)
 				if (!strcmp(st, status_names[i]))

@@ -113,6 +113,22 @@ void recon_arena_release(struct recon_arena *a)
 	recon_arena_init(a);
 }
 
+void recon_arena_reset(struct recon_arena *a)
+{
+	struct recon_arena_block *b, *next;
+
+	if (!a || !a->head)
+		return;
+	for (b = a->head->next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	a->head->next = NULL;
+	a->cur = (char *)a->head->data;
+	a->end = a->cur + a->head->size;
+	a->total = a->head->size;
+}
+
 void *recon_arena_alloc(struct recon_arena *a, size_t n)
 {
 	const size_t align = sizeof(max_align_t);

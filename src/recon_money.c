@@ -11,6 +11,7 @@
 #include "recon_money.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,13 @@ static const struct currency currencies[] = {
     {"ZWL", 2},
 };
 
+/* A 3-letter code as a number that sorts like the code. */
+static uint32_t code24(const char *c)
+{
+	return (uint32_t)(unsigned char)c[0] << 16 | (uint32_t)(unsigned char)c[1] << 8 |
+	       (uint32_t)(unsigned char)c[2];
+}
+
 int recon_money_exponent(const char *currency)
 {
 	char key[4];
@@ -74,14 +82,15 @@ int recon_money_exponent(const char *currency)
 	if (currency[3] != '\0')
 		return -1;
 	key[3] = '\0';
-	/* binary search with 3-byte compares: this runs for every row (bsearch + strcmp showed) */
+	/* binary search on numbers: this runs for every row (bsearch + strcmp showed) */
+	const uint32_t want = code24(key);
 	for (size_t lo = 0, hi = sizeof(currencies) / sizeof(currencies[0]); lo < hi;) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = memcmp(key, currencies[mid].code, 3);
+		uint32_t c = code24(currencies[mid].code);
 
-		if (!c)
+		if (want == c)
 			return currencies[mid].exponent;
-		if (c < 0)
+		if (want < c)
 			hi = mid;
 		else
 			lo = mid + 1;

@@ -130,15 +130,15 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 		for (int i = 0; i < 3; i++)
 			code[i] = (char)toupper((unsigned char)s[i]);
 		code[3] = '\0';
-		if (recon_money_exponent(code) < 0) {
+		if ((exponent = recon_money_exponent(code)) < 0) {
 			show(s, len, shown, sizeof(shown));
 			return field_err(err, RECON_COL_CURRENCY, "unknown currency '%s'", shown);
 		}
 		memcpy(out->currency, code, 4);
 	} else {
 		memcpy(out->currency, side->currency, 4);
+		exponent = recon_money_exponent(out->currency);
 	}
-	exponent = recon_money_exponent(out->currency);
 
 	/* amount: refunds may use their own column; stored positive */
 	if (out->entry == RECON_ENTRY_REFUND && side->cols[RECON_COL_REFUND_AMOUNT])

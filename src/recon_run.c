@@ -1,9 +1,15 @@
 #include "recon_run.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "recon_buf.h"
 #include "recon_heartbeat.h"
@@ -99,38 +105,136 @@ static void split_key(const char *key, size_t len, unsigned nkey, char *scratch,
 	}
 }
 
+/* One side of the read phase. */
 struct reader {
-	const struct recon_ctx *ctx;
 	const struct recon_window *win;
 	struct recon_compare *cmp;
-	struct rejects *rejects;
-	struct recon_run_summary *sum;
+	struct recon_compare_feeder *feeder; /* NULL: rows go to the compare directly */
+	const struct recon_side *side;
+	int which; /* RECON_SIDE_* */
+	struct recon_source *src;
+	struct rejects rejects;
+	struct recon_arena scratch; /* strings of the row being normalized */
+	uint64_t rows_read, rows_rejected, rows_skipped, lookups;
+	atomic_uint_fast64_t seen; /* rows_read, for the progress line of the other thread */
+	atomic_bool *stop;	   /* a side failed: the other stops reading */
+	struct recon_err err;
+	int rc;
+	/* progress on a terminal (the thread that shows it) */
+	const struct reader *peer;
+	int64_t t0, shown;
+	bool progress;
 };
 
-/*
- * Reads rows from src into the compare until RECON_DONE. `lookup`: rows come
- * from a key lookup (no time filter, marked looked-up, not counted as read
- * twice).
- */
-static int drain(struct reader *rd, const struct recon_side *side, int which,
-		 struct recon_source *src, bool lookup, struct recon_err *err)
+static void reader_init(struct reader *rd, const struct recon_window *win,
+			struct recon_compare *cmp, const struct recon_side *side, int which,
+			atomic_bool *stop)
 {
+	memset(rd, 0, sizeof(*rd));
+	rd->win = win;
+	rd->cmp = cmp;
+	rd->side = side;
+	rd->which = which;
+	rd->stop = stop;
+	atomic_init(&rd->seen, 0);
+	recon_arena_init(&rd->rejects.arena);
+	recon_arena_init(&rd->scratch);
+	recon_err_init(&rd->err);
+}
+
+static void reader_release(struct reader *rd)
+{
+	free(rd->rejects.v);
+	recon_arena_release(&rd->rejects.arena);
+	recon_arena_release(&rd->scratch);
+}
+
+/* Adds a side's rejects (in order) and counts to the run's. */
+static void reader_merge(struct reader *rd, struct rejects *to, struct recon_run_summary *sum)
+{
+	struct rejects *r = &rd->rejects;
+
+	if (r->total && !to->total)
+		memcpy(to->first, r->first, sizeof(to->first));
+	for (size_t i = 0; i < r->n && to->n < REJECTS_KEPT; i++) {
+		const struct recon_reject *x = &r->v[i];
+		struct recon_reject *y;
+		recon_grow((void **)&to->v, &to->alloc, to->n + 1, sizeof(*to->v));
+		y = &to->v[to->n++];
+		*y = *x;
+		y->origin = recon_arena_strndup(&to->arena, x->origin, strlen(x->origin));
+		y->field = recon_arena_strndup(&to->arena, x->field, strlen(x->field));
+		y->reason = recon_arena_strndup(&to->arena, x->reason, strlen(x->reason));
+		y->raw = x->raw ? recon_arena_strndup(&to->arena, x->raw, strlen(x->raw)) : NULL;
+	}
+	to->total += r->total;
+	sum->rows_read[rd->which] += rd->rows_read;
+	sum->rows_rejected[rd->which] += rd->rows_rejected;
+	sum->rows_skipped += rd->rows_skipped;
+	sum->lookups[rd->which] += rd->lookups;
+	free(r->v);
+	r->v = NULL;
+	r->n = r->alloc = 0;
+	r->total = 0;
+	recon_arena_release(&r->arena);
+	rd->rows_read = rd->rows_rejected = rd->rows_skipped = rd->lookups = 0;
+}
+
+#define PROGRESS_EVERY 65536 /* rows between progress checks */
+#define PROGRESS_AFTER 2000  /* ms: quick runs show nothing */
+
+/* A progress line on stderr, at most every 2 s (only on a terminal, not --quiet). */
+static void progress(struct reader *rd)
+{
+	int64_t now = monotonic_ms(), ms = now - rd->t0;
+	uint64_t up, local;
+
+	if (ms < PROGRESS_AFTER || now - rd->shown < PROGRESS_AFTER)
+		return;
+	rd->shown = now;
+	up = rd->which == RECON_SIDE_UPSTREAM ? rd->rows_read : atomic_load(&rd->peer->seen);
+	local = rd->which == RECON_SIDE_LOCAL ? rd->rows_read : atomic_load(&rd->peer->seen);
+	recon_log(RECON_LOG_INFO, "reading: upstream %llu rows, local %llu rows, %.0f rows/s",
+		  (unsigned long long)up, (unsigned long long)local,
+		  (double)(up + local) * 1000.0 / (double)ms);
+}
+
+/*
+ * Reads rows from rd->src into the compare until RECON_DONE. `lookup`: rows
+ * come from a key lookup (no time filter, marked looked-up, not counted as
+ * read twice).
+ */
+static int drain(struct reader *rd, bool lookup, struct recon_err *err)
+{
+	const struct recon_side *side = rd->side;
 	const bool database = side->kind != RECON_KIND_CSV;
+	struct recon_source *src = rd->src;
 	const struct recon_raw_row *raw;
 	struct recon_row row;
 	struct recon_err e;
 	char origin[512];
+	unsigned tick = 0;
 	int rc;
 
 	while ((rc = recon_source_next(src, &raw, err)) == RECON_ROW) {
+		if (++tick == PROGRESS_EVERY) {
+			tick = 0;
+			atomic_store_explicit(&rd->seen, rd->rows_read, memory_order_relaxed);
+			if (rd->stop && atomic_load(rd->stop))
+				return 0; /* the other side failed: its error is the run's */
+			if (rd->progress)
+				progress(rd);
+		}
+		/* the compare copies what it keeps: one scratch block serves every row */
+		recon_arena_reset(&rd->scratch);
 		recon_err_init(&e);
-		rc = recon_normalize_row(side, raw, recon_compare_arena(rd->cmp), &row, &e);
+		rc = recon_normalize_row(side, raw, &rd->scratch, &row, &e);
 		if (rc == RECON_NORM_ROW && database && !lookup &&
 		    (row.time < rd->win->read_start || row.time >= rd->win->read_end))
 			continue; /* beyond the read range: the pushed-down bound was widened */
-		rd->sum->rows_read[which]++;
+		rd->rows_read++;
 		if (rc == RECON_NORM_SKIPPED) {
-			rd->sum->rows_skipped++;
+			rd->rows_skipped++;
 			continue;
 		}
 		if (rc < 0) {
@@ -139,26 +243,170 @@ static int drain(struct reader *rd, const struct recon_side *side, int which,
 					 (unsigned long long)raw->line);
 			else
 				snprintf(origin, sizeof(origin), "%s", src->name);
-			rd->sum->rows_rejected[which]++;
-			if (row.key)
-				recon_compare_add_rejected(rd->cmp, which, &row);
-			reject_add(rd->rejects, side->role, origin, &e, raw->raw, raw->raw_len);
+			rd->rows_rejected++;
+			if (row.key) {
+				if (rd->feeder)
+					recon_compare_feeder_add_rejected(rd->feeder, &row);
+				else
+					recon_compare_add_rejected(rd->cmp, rd->which, &row);
+			}
+			reject_add(&rd->rejects, side->role, origin, &e, raw->raw, raw->raw_len);
 			continue;
 		}
 		if (lookup)
 			row.flags |= RECON_ROW_LOOKED_UP;
-		recon_compare_add(rd->cmp, which, &row);
+		if (rd->feeder)
+			recon_compare_feeder_add(rd->feeder, &row);
+		else
+			recon_compare_add(rd->cmp, rd->which, &row);
 	}
+	atomic_store_explicit(&rd->seen, rd->rows_read, memory_order_relaxed);
 	return rc < 0 ? rc : 0;
 }
 
-/* Looks up, on `which` side, the keys the compare cannot assert yet. */
-static int lookups(struct reader *rd, const struct recon_side *side, int which,
-		   struct recon_source *src, struct recon_err *err)
+/* Opens and reads one side; ends its feeder whatever happened. */
+static int read_side(struct reader *rd)
+{
+	int rc;
+
+	if ((rc = recon_source_open(&rd->src, rd->side, rd->win, &rd->err)) == 0)
+		rc = drain(rd, false, &rd->err);
+	if (rc < 0 && rd->stop)
+		atomic_store(rd->stop, true);
+	recon_compare_feeder_free(rd->feeder); /* returns once the other side ended too */
+	rd->feeder = NULL;
+	rd->rc = rc;
+	return rc;
+}
+
+/* The upstream reader thread: waits at the gate until its feeder is set. */
+struct gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int state; /* 0 wait, 1 go, -1 cancelled */
+	struct reader *rd;
+};
+
+static void *read_side_thread(void *arg)
+{
+	struct gate *g = arg;
+	int state;
+
+	pthread_mutex_lock(&g->mu);
+	while (!g->state)
+		pthread_cond_wait(&g->cv, &g->mu);
+	state = g->state;
+	pthread_mutex_unlock(&g->mu);
+	if (state > 0)
+		read_side(g->rd);
+	return NULL;
+}
+
+static void gate_open(struct gate *g, int state)
+{
+	pthread_mutex_lock(&g->mu);
+	g->state = state;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/*
+ * Rows a csv side's file likely holds: its size over the mean line length of
+ * its first 256 KiB; 0 when unknown (a database, a zip, an unreadable file).
+ * It only sizes the compare's tables up front.
+ */
+static uint64_t csv_rows_estimate(const struct recon_side *side, const struct recon_window *win)
+{
+	const size_t sample = (size_t)256 << 10;
+	char *path = NULL, *buf = NULL;
+	struct stat st;
+	uint64_t rows = 0, lines = 0;
+	ssize_t n;
+	size_t len;
+	int fd = -1;
+
+	if (side->kind != RECON_KIND_CSV || !side->path)
+		return 0;
+	path = recon_job_expand_path(side->path, win->day);
+	len = strlen(path);
+	if (len >= 4 && !strcmp(path + len - 4, ".zip"))
+		goto out;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
+		goto out;
+	buf = recon_xmalloc(sample);
+	n = read(fd, buf, sample);
+	for (ssize_t i = 0; i < n; i++)
+		lines += buf[i] == '\n';
+	if (n > 0 && lines)
+		rows = (uint64_t)st.st_size / ((uint64_t)n / lines);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(path);
+	return rows;
+}
+
+/*
+ * Reads both sides into the compare: the upstream on a second thread, the
+ * local flow on this one, each feeding its half of the compare (the result is
+ * the same as reading one after the other). On failure the first side's
+ * error wins, as when the sides were read in turn; the sources stay open for
+ * the lookups and are closed by the caller.
+ */
+static int read_both(const struct recon_ctx *ctx, struct reader rds[2], struct recon_err *err)
+{
+	struct reader *up = &rds[RECON_SIDE_UPSTREAM], *local = &rds[RECON_SIDE_LOCAL];
+	struct gate g = {.state = 0, .rd = up};
+	pthread_t th;
+	bool threaded;
+
+	up->t0 = local->t0 = monotonic_ms();
+	{
+		uint64_t nu = csv_rows_estimate(up->side, up->win);
+		uint64_t nl = csv_rows_estimate(local->side, local->win);
+		recon_compare_reserve(up->cmp, nu > nl ? nu : nl, nu);
+	}
+	local->progress = !ctx->quiet && isatty(STDERR_FILENO);
+	local->peer = up;
+	pthread_mutex_init(&g.mu, NULL);
+	pthread_cond_init(&g.cv, NULL);
+	threaded = pthread_create(&th, NULL, read_side_thread, &g) == 0;
+	if (threaded) {
+		/* both feeders exist before either feeds */
+		up->feeder = recon_compare_feeder_new(up->cmp, RECON_SIDE_UPSTREAM);
+		local->feeder = recon_compare_feeder_new(local->cmp, RECON_SIDE_LOCAL);
+		gate_open(&g, 1);
+		read_side(local);
+		pthread_join(th, NULL);
+	} else {
+		/* no second thread: one side after the other */
+		up->stop = local->stop = NULL;
+		if (read_side(up) == 0)
+			read_side(local);
+	}
+	pthread_mutex_destroy(&g.mu);
+	pthread_cond_destroy(&g.cv);
+	if (up->rc < 0 || local->rc < 0) {
+		*err = up->rc < 0 ? up->err : local->err;
+		return up->rc < 0 ? up->rc : local->rc;
+	}
+	if (local->progress && monotonic_ms() - local->t0 >= PROGRESS_AFTER)
+		recon_log(RECON_LOG_INFO, "read: upstream %llu rows, local %llu rows in %.1f s",
+			  (unsigned long long)up->rows_read, (unsigned long long)local->rows_read,
+			  (double)(monotonic_ms() - local->t0) / 1000.0);
+	return 0;
+}
+
+/* Looks up, on rd's side, the keys the compare cannot assert yet. */
+static int lookups(struct reader *rd, struct recon_err *err)
 {
 	const char **keys;
 	const uint32_t *lens;
-	size_t n = recon_compare_pending_lookups(rd->cmp, which, &keys, &lens);
+	const struct recon_side *side = rd->side;
+	struct recon_source *src = rd->src;
+	size_t n;
 	const char *parts[RECON_KEY_PARTS_MAX];
 	size_t plens[RECON_KEY_PARTS_MAX];
 	char *scratch = NULL;
@@ -167,7 +415,10 @@ static int lookups(struct reader *rd, const struct recon_side *side, int which,
 	uint32_t *copy_lens = NULL;
 	int rc = 0;
 
-	if (!n || !src->ops->lookup)
+	if (!src->ops->lookup)
+		return 0; /* files are read whole: nothing to look up */
+	n = recon_compare_pending_lookups(rd->cmp, rd->which, &keys, &lens);
+	if (!n)
 		return 0;
 	/* the compare's list is reused by later calls: take a copy first */
 	copy = recon_xmalloc(recon_st_mult(n, sizeof(*copy)));
@@ -181,9 +432,9 @@ static int lookups(struct reader *rd, const struct recon_side *side, int which,
 		}
 		split_key(copy[i], copy_lens[i], side->nkey, scratch, parts, plens);
 		if ((rc = recon_source_lookup(src, parts, plens, err)) < 0 ||
-		    (rc = drain(rd, side, which, src, true, err)) < 0)
+		    (rc = drain(rd, true, err)) < 0)
 			goto out;
-		rd->sum->lookups[which]++;
+		rd->lookups++;
 	}
 out:
 	free(scratch);
@@ -209,8 +460,11 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	struct recon_source *up = NULL, *local = NULL;
 	struct recon_compare *cmp = NULL;
 	struct rejects rejects;
-	struct reader rd;
-	char date[16], config_sha[65];
+	struct reader rds[2];
+	bool readers_live = false;
+	atomic_bool stop;
+	char date[16], config_sha[65], up_sha[65], local_sha[65];
+	bool rejects_stored = false;
 	const struct recon_diff *diffs;
 	char **json = NULL;
 	size_t ndiffs = 0;
@@ -239,19 +493,26 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	/* a t1 statement file is its day's window; in hot windows entry times decide */
 	cmp = recon_compare_new(job, win, ctx->now,
 				job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1);
-	rd = (struct reader){ctx, win, cmp, &rejects, sum};
-	if ((rc = recon_source_open(&up, &job->upstream, win, err)) < 0 ||
-	    (rc = drain(&rd, &job->upstream, RECON_SIDE_UPSTREAM, up, false, err)) < 0 ||
-	    (rc = recon_source_open(&local, &job->local, win, err)) < 0 ||
-	    (rc = drain(&rd, &job->local, RECON_SIDE_LOCAL, local, false, err)) < 0)
-		goto fail;
+	atomic_init(&stop, false);
+	reader_init(&rds[RECON_SIDE_UPSTREAM], win, cmp, &job->upstream, RECON_SIDE_UPSTREAM,
+		    &stop);
+	reader_init(&rds[RECON_SIDE_LOCAL], win, cmp, &job->local, RECON_SIDE_LOCAL, &stop);
+	readers_live = true;
+	rc = read_both(ctx, rds, err);
+	up = rds[RECON_SIDE_UPSTREAM].src;
+	local = rds[RECON_SIDE_LOCAL].src;
 	/* certainty before assertion: look up by key, without a time bound */
-	if ((rc = lookups(&rd, &job->local, RECON_SIDE_LOCAL, local, err)) < 0 ||
-	    (rc = lookups(&rd, &job->upstream, RECON_SIDE_UPSTREAM, up, err)) < 0)
+	if (rc == 0 && (rc = lookups(&rds[RECON_SIDE_LOCAL], err)) == 0)
+		rc = lookups(&rds[RECON_SIDE_UPSTREAM], err);
+	/* rejects in read order: the upstream's, then the local flow's */
+	reader_merge(&rds[RECON_SIDE_UPSTREAM], &rejects, sum);
+	reader_merge(&rds[RECON_SIDE_LOCAL], &rejects, sum);
+	if (rc < 0)
 		goto fail;
 	recon_compare_classify(cmp);
 	sum->counts = *recon_compare_counts(cmp);
 
+	rejects_stored = true;
 	if (rejects.n &&
 	    (rc = recon_state_add_rejects(st, sum->run_id, rejects.v, rejects.n, err)) < 0)
 		goto fail;
@@ -285,12 +546,22 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 fail:
 	sum->duration_ms = monotonic_ms() - t0;
 	note_error(sum, err);
+	if (!rejects_stored && rejects.n) {
+		/* a run stopped before classifying (control totals): its rejects are kept too */
+		struct recon_err e3;
+		recon_err_init(&e3);
+		if (recon_state_add_rejects(st, sum->run_id, rejects.v, rejects.n, &e3) < 0)
+			recon_log(RECON_LOG_WARN, "cannot store the rejects: %s", e3.msg);
+	}
 	res = (struct recon_run_result){0};
 	res.outcome = "failed";
 	res.exit_code = sum->exit_code;
 	res.error = sum->error;
 	res.finished_at = ctx->now + sum->duration_ms;
 record:
+	/* provenance: the inputs' SHA-256 as read (files read whole only) */
+	res.upstream_sha256 = recon_source_csv_sha256(up, up_sha) == 0 ? up_sha : NULL;
+	res.local_sha256 = recon_source_csv_sha256(local, local_sha) == 0 ? local_sha : NULL;
 	res.rows_upstream = sum->rows_read[0];
 	res.rows_local = sum->rows_read[1];
 	res.rows_rejected = sum->rows_rejected[0] + sum->rows_rejected[1];
@@ -355,6 +626,10 @@ out:
 	recon_source_close(up);
 	recon_source_close(local);
 	recon_compare_free(cmp);
+	if (readers_live) {
+		reader_release(&rds[RECON_SIDE_UPSTREAM]);
+		reader_release(&rds[RECON_SIDE_LOCAL]);
+	}
 	free(rejects.v);
 	recon_arena_release(&rejects.arena);
 	return sum->success ? 0 : (rc < 0 ? rc : RECON_EINTERNAL);

@@ -2,11 +2,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "recon_mem.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 /* FIPS 180-4, 4.2.2: the first 32 bits of the fractional parts of the cube roots of the
  * first 64 primes. */
@@ -85,6 +91,85 @@ static void compress(uint32_t h[8], const unsigned char *block)
 	h[7] += hh;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_SHANI 1
+/*
+ * The same blocks with the x86 SHA extensions (Intel SHA-NI, AMD Zen): about
+ * five times the portable speed, which matters when every statement byte is
+ * hashed. Chosen at run time (cpuid); results are identical.
+ */
+__attribute__((target("sha,sse4.1,ssse3"))) static void
+compress_shani(uint32_t h[8], const unsigned char *p, size_t nblocks)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+	__m128i s0, s1, t, m[4], msg, abef, cdgh;
+
+	t = _mm_loadu_si128((const __m128i *)(const void *)&h[0]);
+	s1 = _mm_loadu_si128((const __m128i *)(const void *)&h[4]);
+	t = _mm_shuffle_epi32(t, 0xB1);	   /* CDAB */
+	s1 = _mm_shuffle_epi32(s1, 0x1B);  /* EFGH */
+	s0 = _mm_alignr_epi8(t, s1, 8);	   /* ABEF */
+	s1 = _mm_blend_epi16(s1, t, 0xF0); /* CDGH */
+	for (; nblocks; nblocks--, p += 64) {
+		abef = s0;
+		cdgh = s1;
+		for (int g = 0; g < 16; g++) {
+			if (g < 4) {
+				m[g] = _mm_shuffle_epi8(
+				    _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * g)),
+				    bswap);
+			} else {
+				/* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], 4 at a time
+				 */
+				t = _mm_sha256msg1_epu32(m[g & 3], m[(g + 1) & 3]);
+				t = _mm_add_epi32(
+				    t, _mm_alignr_epi8(m[(g + 3) & 3], m[(g + 2) & 3], 4));
+				m[g & 3] = _mm_sha256msg2_epu32(t, m[(g + 3) & 3]);
+			}
+			msg = _mm_add_epi32(
+			    m[g & 3], _mm_loadu_si128((const __m128i *)(const void *)&K[4 * g]));
+			s1 = _mm_sha256rnds2_epu32(s1, s0, msg);
+			msg = _mm_shuffle_epi32(msg, 0x0E);
+			s0 = _mm_sha256rnds2_epu32(s0, s1, msg);
+		}
+		s0 = _mm_add_epi32(s0, abef);
+		s1 = _mm_add_epi32(s1, cdgh);
+	}
+	t = _mm_shuffle_epi32(s0, 0x1B);   /* FEBA */
+	s1 = _mm_shuffle_epi32(s1, 0xB1);  /* DCHG */
+	s0 = _mm_blend_epi16(t, s1, 0xF0); /* DCBA */
+	s1 = _mm_alignr_epi8(s1, t, 8);	   /* ABEF */
+	_mm_storeu_si128((__m128i *)(void *)&h[0], s0);
+	_mm_storeu_si128((__m128i *)(void *)&h[4], s1);
+}
+
+/* cpuid: SHA (leaf 7 EBX bit 29), SSE4.1 and SSSE3 (leaf 1 ECX bits 19 and 9). */
+static bool have_shani(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19)) || !(c & (1u << 9)))
+		return false;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return false;
+	return (b & (1u << 29)) != 0;
+}
+#endif
+
+/* Whole blocks: the SHA extensions for long runs when the CPU has them. */
+static void compress_blocks(uint32_t h[8], const unsigned char *p, size_t nblocks)
+{
+#ifdef HAVE_SHANI
+	/* asking cpuid costs a microsecond in a VM: only for long runs */
+	if (nblocks >= 64 && have_shani()) {
+		compress_shani(h, p, nblocks);
+		return;
+	}
+#endif
+	for (; nblocks; nblocks--, p += 64)
+		compress(h, p);
+}
+
 void recon_sha256_init(struct recon_sha256 *c)
 {
 	memcpy(c->h, H0, sizeof(c->h));
@@ -109,8 +194,9 @@ void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n)
 		c->fill = 0;
 	}
 	/* Whole blocks straight from the input: no copy. */
-	for (; n >= 64; in += 64, n -= 64)
-		compress(c->h, in);
+	compress_blocks(c->h, in, n / 64);
+	in += n / 64 * 64;
+	n %= 64;
 	if (n) {
 		memcpy(c->block, in, n);
 		c->fill = n;

@@ -1,5 +1,7 @@
 #include "recon_source.h"
 
+#include "recon_buf.h"
+
 const struct recon_source_ops *recon_source_ops_for(enum recon_kind kind)
 {
 	switch (kind) {
@@ -54,4 +56,20 @@ void recon_source_close(struct recon_source *src)
 {
 	if (src)
 		src->ops->close(src);
+}
+
+void recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
+			     int colidx[RECON_COL__COUNT])
+{
+	int n = 0;
+
+	recon_buf_adds(sql, "SELECT ");
+	for (int c = 0; c < RECON_COL__COUNT; c++) {
+		colidx[c] = -1;
+		if (!side->cols[c])
+			continue;
+		recon_buf_addf(sql, "%s%c%s%c", n ? ", " : "", q, side->cols[c], q);
+		colidx[c] = n++;
+	}
+	recon_buf_addf(sql, " FROM %c%s%c", q, side->table, q);
 }

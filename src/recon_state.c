@@ -127,7 +127,13 @@ int recon_state_open(struct recon_state **out, const char *path, bool writable,
 	sqlite3_busy_timeout(st->db, 10000);
 	if (writable) {
 		if ((rc = exec(st, "PRAGMA journal_mode = WAL", err)) < 0 ||
-		    (rc = exec(st, "PRAGMA synchronous = FULL", err)) < 0 ||
+		    /*
+		     * NORMAL in WAL mode: a power loss may drop the last commits, but
+		     * commits stay in order, so a watermark that survives never
+		     * outruns the actions before it; it can only fall back, and the
+		     * next run redoes the idempotent rest.
+		     */
+		    (rc = exec(st, "PRAGMA synchronous = NORMAL", err)) < 0 ||
 		    (rc = exec(st, "PRAGMA foreign_keys = ON", err)) < 0 ||
 		    (rc = migrate(st, err)) < 0)
 			goto out;
@@ -576,9 +582,9 @@ out:
 
 /* ---- tickets and actions -------------------------------------------------- */
 
-int recon_state_ticket(struct recon_state *st, const char *job, const char *key,
-		       const char *klass, const char *severity, int64_t run_id, int64_t now,
-		       const char *json, bool *opened, struct recon_err *err)
+int recon_state_ticket(struct recon_state *st, const char *job, const char *key, const char *klass,
+		       const char *severity, int64_t run_id, int64_t now, const char *json,
+		       bool *opened, struct recon_err *err)
 {
 	sqlite3_stmt *ins = NULL, *upd = NULL;
 	int rc = 0;
@@ -630,10 +636,11 @@ int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, 
 	sqlite3_stmt *q = NULL;
 	int rc = 0;
 
-	if (sqlite3_prepare_v2(st->db,
-			       "INSERT INTO actions (run_id, key, class, action, outcome, attempts, "
-			       "error) VALUES (?, ?, ?, ?, ?, ?, ?)",
-			       -1, &q, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		st->db,
+		"INSERT INTO actions (run_id, key, class, action, outcome, attempts, "
+		"error) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		-1, &q, NULL) != SQLITE_OK) {
 		rc = db_err(st, err, "cannot record an action");
 		goto out;
 	}

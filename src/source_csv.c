@@ -22,6 +22,15 @@
  * set (wrong field count, unterminated or misplaced quote, record over
  * 16 MiB, invalid UTF-8 or NUL, invalid bytes in the source encoding), so
  * every record read is either compared or kept as a reject.
+ *
+ * Provider layouts: a role may name alternative header columns (older
+ * layouts); `delim_guard` splits data cells only on the delimiter followed by
+ * the guard (WeChat ",`", where product names may hold raw commas); a .zip
+ * input (Alipay) is inflated from the member the side names. Every byte read
+ * from the file feeds a SHA-256 (the run records it); when the records end,
+ * the rest of the file is read into the hash and the statement's control
+ * totals (recon_totals) are checked: a mismatch, or required totals missing,
+ * ends the read with RECON_EINPUT before anything is compared.
  */
 #include "recon_source.h"
 
@@ -42,6 +51,9 @@
 #include "recon_buf.h"
 #include "recon_job.h"
 #include "recon_mem.h"
+#include "recon_sha256.h"
+#include "recon_totals.h"
+#include "recon_zip.h"
 
 #define CSV_BLOCK      ((size_t)1 << 20)  /* read(2) size */
 #define CSV_MAX_RECORD ((size_t)16 << 20) /* longer records are rejects */
@@ -115,9 +127,21 @@ struct csv_source {
 
 	/* Kept text for control totals. */
 	struct recon_buf footer;
+	uint64_t *footer_lines; /* line number of each kept footer line */
+	size_t nfooter, afooter;
 	struct recon_buf trailer;
 	bool has_trailer;
 	uint64_t trailer_line;
+
+	/* Provider layouts, provenance and control totals. */
+	char dguard;		     /* side->delim_guard */
+	struct recon_zip *zip;	     /* a .zip input: bytes come inflated from its member */
+	struct recon_sha256 sha;     /* of the file's bytes as read */
+	bool sha_done;		     /* the whole file went through sha */
+	struct recon_totals *totals; /* NULL: the side states none */
+	struct recon_totals_cell *cells;
+	size_t acells;
+	bool no_header; /* header expected, none found */
 };
 
 static void csv_close(struct recon_source *src);
@@ -143,14 +167,25 @@ static int fill(struct csv_source *s, struct recon_err *err)
 			s->cap = cap;
 		}
 	}
-	do
-		n = read(s->fd, s->buf + s->end, CSV_BLOCK);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
-				     strerror(errno));
-	if (n == 0)
+	if (s->zip) {
+		long z = recon_zip_read(s->zip, s->buf + s->end, CSV_BLOCK, err);
+
+		if (z < 0)
+			return (int)z;
+		n = (ssize_t)z;
+	} else {
+		do
+			n = read(s->fd, s->buf + s->end, CSV_BLOCK);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
+					     strerror(errno));
+		recon_sha256_update(&s->sha, s->buf + s->end, (size_t)n);
+	}
+	if (n == 0) {
 		s->eof = true;
+		s->sha_done = true;
+	}
 	s->end += (size_t)n;
 	return 0;
 }
@@ -330,11 +365,15 @@ static void split_line(struct csv_source *s, const char *line, size_t len)
 {
 	const char *p = line, *e = line + len;
 	const char delim = s->delim;
+	/* the header line is plain; data cells start with the guard */
+	const char guard = s->side->header && !s->header_done ? '\0' : s->dguard;
 
 	s->nf = 0;
 	for (;;) {
 		const char *d = memchr(p, delim, (size_t)(e - p));
 
+		while (guard && d && (d + 1 >= e || d[1] != guard))
+			d = memchr(d + 1, delim, (size_t)(e - d - 1));
 		if (!d) {
 			add_field(s, (size_t)(p - line), (size_t)(e - p));
 			break;
@@ -430,8 +469,14 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 					return 0;
 				}
 				if (starts_with_any(&s->comment, line, len)) {
-					if (s->seen_record)
+					if (s->seen_record &&
+					    s->footer.len + len + 1 <= CSV_KEEP_MAX) {
 						keep_line(&s->footer, line, len);
+						recon_grow((void **)&s->footer_lines, &s->afooter,
+							   s->nfooter + 1,
+							   sizeof(*s->footer_lines));
+						s->footer_lines[s->nfooter++] = s->lineno;
+					}
 					continue;
 				}
 			}
@@ -608,6 +653,42 @@ static void check_utf8(struct csv_source *s)
 
 /* ---- header and rows ---- */
 
+/* A header cell without blanks and guard characters around it. */
+static void header_cell(const struct csv_source *s, size_t i, const char **cp, size_t *cn)
+{
+	const char *p = s->fbase + s->f[i].off;
+	size_t n = s->f[i].len;
+
+	while (n && (s->strip[(unsigned char)*p] || *p == ' ' || (*p >= '\t' && *p <= '\r'))) {
+		p++;
+		n--;
+	}
+	while (n && (s->strip[(unsigned char)p[n - 1]] || p[n - 1] == ' ' ||
+		     (p[n - 1] >= '\t' && p[n - 1] <= '\r')))
+		n--;
+	*cp = p;
+	*cn = n;
+}
+
+/* Index of the header cell named `name`: 1 and *at, 0 when absent, -1 when it appears twice. */
+static int find_column(const struct csv_source *s, const char *name, size_t *at)
+{
+	size_t nlen = strlen(name), found = 0;
+
+	for (size_t i = 0; i < s->nf; i++) {
+		const char *p;
+		size_t n;
+
+		header_cell(s, i, &p, &n);
+		if (n == nlen && !memcmp(p, name, n)) {
+			if (found++)
+				return -1;
+			*at = i;
+		}
+	}
+	return found ? 1 : 0;
+}
+
 static int process_header(struct csv_source *s, struct recon_err *err)
 {
 	const struct recon_side *side = s->side;
@@ -616,37 +697,41 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 	snprintf(where, sizeof(where), "%s:%llu", s->path, (unsigned long long)s->rec_line);
 	for (int r = 0; r < RECON_COL__COUNT; r++) {
 		const char *name = side->cols[r];
-		size_t nlen, found = 0;
+		char *const *alt = side->alt_cols[r];
+		int found = 0;
 
 		if (!name)
 			continue;
-		nlen = strlen(name);
-		for (size_t i = 0; i < s->nf; i++) {
-			const char *p = s->fbase + s->f[i].off;
-			size_t n = s->f[i].len;
+		/* the role's column, else its alternatives in order: the first present wins */
+		for (size_t k = 0; !found; k++) {
+			const char *cand = k ? (alt ? alt[k - 1] : NULL) : name;
 
-			while (n && (s->strip[(unsigned char)*p] || *p == ' ' ||
-				     (*p >= '\t' && *p <= '\r'))) {
-				p++;
-				n--;
-			}
-			while (n && (s->strip[(unsigned char)p[n - 1]] || p[n - 1] == ' ' ||
-				     (p[n - 1] >= '\t' && p[n - 1] <= '\r')))
-				n--;
-			if (n == nlen && !memcmp(p, name, n)) {
-				if (found++)
-					return recon_err_set(err, RECON_EINPUT, where,
-							     "column '%s' (role '%s') appears more "
-							     "than once in header",
-							     name,
-							     recon_col_name((enum recon_col)r));
-				s->col[r] = i;
-			}
+			if (!cand)
+				break;
+			found = find_column(s, cand, &s->col[r]);
+			if (found < 0)
+				return recon_err_set(err, RECON_EINPUT, where,
+						     "column '%s' (role '%s') appears more than "
+						     "once in header",
+						     cand, recon_col_name((enum recon_col)r));
 		}
-		if (!found)
+		if (!found) {
+			char also[200] = "";
+
+			for (size_t k = 0; alt && alt[k]; k++) {
+				size_t used = strlen(also);
+				snprintf(also + used, sizeof(also) - used, " or '%s'", alt[k]);
+			}
 			return recon_err_set(err, RECON_EINPUT, where,
-					     "column '%s' (role '%s') not found in header", name,
-					     recon_col_name((enum recon_col)r));
+					     "column '%s'%s (role '%s') not found in header", name,
+					     also, recon_col_name((enum recon_col)r));
+		}
+	}
+	if (s->totals) {
+		recon_grow((void **)&s->cells, &s->acells, s->nf + 1, sizeof(*s->cells));
+		for (size_t i = 0; i < s->nf; i++)
+			header_cell(s, i, &s->cells[i].p, &s->cells[i].len);
+		recon_totals_bind(s->totals, s->cells, s->nf, s->col[RECON_COL_ENTRY_TYPE]);
 	}
 	s->nfields = s->nf;
 	s->header_done = true;
@@ -697,6 +782,66 @@ static void build_row(struct csv_source *s)
 	row->reject = s->reason[0] ? s->reason : NULL;
 }
 
+/* Feeds the record just built to the control totals. */
+static void totals_add(struct csv_source *s)
+{
+	recon_grow((void **)&s->cells, &s->acells, s->nf + 1, sizeof(*s->cells));
+	for (size_t i = 0; i < s->nf; i++) {
+		s->cells[i].p = s->fbase + s->f[i].off;
+		s->cells[i].len = s->f[i].len;
+	}
+	recon_totals_add(s->totals, s->cells, s->nf, s->rec_line, s->reason[0] ? s->reason : NULL);
+}
+
+/*
+ * The records are over: the rest of the file goes through the hash (and a
+ * zip member's CRC check), then the statement must be whole.
+ */
+static int finish_input(struct csv_source *s, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	char where[160];
+	int rc;
+
+	while (!s->eof) {
+		s->pos = s->end = s->scan = 0; /* nothing left to parse: discard */
+		if ((rc = fill(s, err)) < 0)
+			return rc;
+	}
+	if (s->no_header && side->reject_empty) {
+		snprintf(where, sizeof(where), "%s:%llu", s->path,
+			 (unsigned long long)(s->lineno ? s->lineno : 1));
+		return recon_err_set(err, RECON_EINPUT, where,
+				     "%s: no header line (expected the statement's column names)",
+				     s->lineno ? "no records" : "empty file");
+	}
+	if (s->totals) {
+		uint64_t *lines = NULL;
+		const char *text;
+		size_t len, n = 0;
+
+		if (side->totals.in == RECON_TOTALS_TRAILER) {
+			text = s->has_trailer ? s->trailer.s : NULL;
+			len = s->has_trailer ? s->trailer.len : 0;
+			for (size_t i = 0; i < len; i++)
+				n += text[i] == '\n';
+			lines = recon_xcalloc(n ? n : 1, sizeof(*lines));
+			for (size_t i = 0; i < n; i++)
+				lines[i] = s->trailer_line + i;
+		} else {
+			text = s->footer.len ? s->footer.s : NULL;
+			len = s->footer.len;
+			n = s->nfooter;
+		}
+		rc = recon_totals_check(s->totals, text, len, lines ? lines : s->footer_lines, n,
+					s->path, s->lineno, err);
+		free(lines);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int csv_next(struct recon_source *src, const struct recon_raw_row **row,
 		    struct recon_err *err)
 {
@@ -705,13 +850,15 @@ static int csv_next(struct recon_source *src, const struct recon_raw_row **row,
 
 	if (s->done)
 		return RECON_DONE;
-	rc = read_record(s, err);
+	rc = s->no_header ? 0 : read_record(s, err);
 	if (rc <= 0) {
 		s->done = true;
-		return rc;
+		return rc < 0 ? rc : finish_input(s, err);
 	}
 	s->seen_record = true;
 	build_row(s);
+	if (s->totals)
+		totals_add(s);
 	*row = &s->row;
 	return RECON_ROW;
 }
@@ -750,6 +897,12 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 
 	s->delim = side->delimiter ? side->delimiter : ',';
 	s->quote = side->quote;
+	s->dguard = side->delim_guard;
+	if (s->dguard && (s->quote || s->dguard == s->delim || s->dguard == '\n'))
+		return recon_err_set(err, RECON_ECONFIG, NULL,
+				     "%s side: a delimiter guard needs no quoting and a guard "
+				     "other than the delimiter",
+				     role);
 	if (s->quote == s->delim || s->quote == '\n' || s->quote == '\r' || s->delim == '\n' ||
 	    s->delim == '\r')
 		return recon_err_set(err, RECON_ECONFIG, NULL,
@@ -837,12 +990,27 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 				    NULL, "cannot open '%s': %s", s->path, strerror(e));
 		goto out;
 	}
+	recon_sha256_init(&s->sha);
+	{
+		unsigned char head[4];
+		ssize_t n = pread(s->fd, head, sizeof(head), 0);
+
+		if (n > 0 && recon_zip_magic(head, (size_t)n)) {
+			ret = recon_zip_open(&s->zip, s->fd, s->path, side->encoding,
+					     side->zip_entry, side->zip_exclude, &s->sha, err);
+			if (ret < 0)
+				goto out;
+			s->sha_done = true;
+		}
+	}
+	s->totals = recon_totals_new(side);
 	if (side->header) {
 		ret = read_record(s, err);
 		if (ret < 0)
 			goto out;
 		if (ret == 0) {
-			s->done = true; /* empty: no header, no rows */
+			/* empty: no header, no rows; csv_next() judges it (totals, reject_empty) */
+			s->no_header = true;
 		} else {
 			s->seen_record = true;
 			ret = process_header(s, err);
@@ -879,6 +1047,10 @@ static void csv_close(struct recon_source *src)
 	recon_buf_release(&s->rawbuf);
 	recon_buf_release(&s->footer);
 	recon_buf_release(&s->trailer);
+	free(s->footer_lines);
+	recon_zip_close(s->zip);
+	recon_totals_free(s->totals);
+	free(s->cells);
 	free(s->path);
 	free(s);
 }
@@ -916,4 +1088,16 @@ const char *recon_source_csv_footer(const struct recon_source *src, size_t *len)
 		return NULL;
 	*len = s->footer.len;
 	return s->footer.s;
+}
+
+int recon_source_csv_sha256(const struct recon_source *src, char hex[65])
+{
+	const struct csv_source *s = (const struct csv_source *)src;
+	struct recon_sha256 copy;
+
+	if (!src || src->ops != &recon_source_csv || !s->sha_done)
+		return -1;
+	copy = s->sha; /* final() consumes the state; the source keeps its own */
+	recon_sha256_final_hex(&copy, hex);
+	return 0;
 }

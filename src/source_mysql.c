@@ -106,22 +106,9 @@ static int fail_stmt(struct mysql_source *s, struct recon_err *err, MYSQL_STMT *
 	return fail_msg(s, err, what, m);
 }
 
-/* SELECT `c1`, `c2`, ... FROM `table` */
 static void build_select(struct mysql_source *s, struct recon_buf *sql)
 {
-	const struct recon_side *side = s->side;
-	unsigned n = 0;
-
-	recon_buf_adds(sql, "SELECT ");
-	for (int c = 0; c < RECON_COL__COUNT; c++) {
-		s->colidx[c] = -1;
-		if (!side->cols[c])
-			continue;
-		recon_buf_addf(sql, "%s`%s`", n ? ", " : "", side->cols[c]);
-		s->colidx[c] = (int)n++;
-	}
-	s->ncols = n;
-	recon_buf_addf(sql, " FROM `%s`", side->table);
+	recon_source_sql_select(s->side, '`', sql, s->colidx);
 }
 
 static void to_mysql_time(int64_t wall_ms, MYSQL_TIME *t)

@@ -96,21 +96,9 @@ static int fail_res(struct pg_source *s, struct recon_err *err, const char *what
 	return fail(s, err, what, m);
 }
 
-/* SELECT "c1", "c2", ... FROM "table" */
 static void build_select(struct pg_source *s, struct recon_buf *sql)
 {
-	const struct recon_side *side = s->side;
-	int n = 0;
-
-	recon_buf_adds(sql, "SELECT ");
-	for (int c = 0; c < RECON_COL__COUNT; c++) {
-		s->colidx[c] = -1;
-		if (!side->cols[c])
-			continue;
-		recon_buf_addf(sql, "%s\"%s\"", n ? ", " : "", side->cols[c]);
-		s->colidx[c] = n++;
-	}
-	recon_buf_addf(sql, " FROM \"%s\"", side->table);
+	recon_source_sql_select(s->side, '"', sql, s->colidx);
 }
 
 /* Prepares `name`; the statement's description in *desc (caller PQclear()s). */

@@ -35,21 +35,9 @@ static int fail(struct sqlite_source *s, struct recon_err *err, int code, const 
 			     s->db ? sqlite3_errmsg(s->db) : "cannot open");
 }
 
-/* SELECT "c1", "c2", ... FROM "table" */
 static void build_select(struct sqlite_source *s, struct recon_buf *sql)
 {
-	const struct recon_side *side = s->side;
-	int n = 0;
-
-	recon_buf_adds(sql, "SELECT ");
-	for (int c = 0; c < RECON_COL__COUNT; c++) {
-		s->colidx[c] = -1;
-		if (!side->cols[c])
-			continue;
-		recon_buf_addf(sql, "%s\"%s\"", n ? ", " : "", side->cols[c]);
-		s->colidx[c] = n++;
-	}
-	recon_buf_addf(sql, " FROM \"%s\"", side->table);
+	recon_source_sql_select(s->side, '"', sql, s->colidx);
 }
 
 /*
@@ -73,9 +61,8 @@ static int recover_hot_journal(struct sqlite_source *s, struct recon_err *err)
 		  s->path);
 	if (sqlite3_open_v2(s->path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
 		SQLITE_OK ||
-	    (sqlite3_busy_timeout(rw, 10000),
-	     sqlite3_exec(rw, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL)) !=
-		SQLITE_OK) {
+	    (sqlite3_busy_timeout(rw, 10000), sqlite3_exec(rw, "SELECT count(*) FROM sqlite_master",
+							   NULL, NULL, NULL)) != SQLITE_OK) {
 		rc = recon_err_set(err, RECON_EUNAVAIL, s->path,
 				   "cannot roll back an interrupted transaction: %s",
 				   rw ? sqlite3_errmsg(rw) : "out of memory");

@@ -15,6 +15,7 @@
 
 #include <cmocka.h> /* after the four above, which it needs */
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -979,6 +980,307 @@ static void test_compare_many_keys(void **state)
 	}
 }
 
+/* ---- two feeders on two threads give what recon_compare_add() gives ---- */
+
+struct trow {
+	char key[48];
+	char id[24]; /* "" for none */
+	char cur[4];
+	int64_t amount, time;
+	uint64_t line;
+	uint8_t status, entry, flags;
+	bool rejected;
+};
+
+struct tfeed {
+	struct recon_compare_feeder *f;
+	const struct trow *rows;
+	size_t n;
+};
+
+static uint64_t tmix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void trow_to_row(const struct trow *t, struct recon_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->key = t->key;
+	row->key_len = (uint32_t)strlen(t->key);
+	memcpy(row->currency, t->cur, 4);
+	row->amount = t->amount;
+	row->time = t->time;
+	row->line = t->line;
+	row->status = t->status;
+	row->entry = t->entry;
+	row->flags = t->flags;
+	if (t->id[0]) {
+		row->entry_id = t->id;
+		row->entry_id_len = (uint32_t)strlen(t->id);
+	}
+}
+
+static void *tfeed_run(void *arg)
+{
+	struct tfeed *tf = arg;
+	struct recon_row row;
+
+	for (size_t i = 0; i < tf->n; i++) {
+		trow_to_row(&tf->rows[i], &row);
+		if (tf->rows[i].rejected)
+			recon_compare_feeder_add_rejected(tf->f, &row);
+		else
+			recon_compare_feeder_add(tf->f, &row);
+	}
+	recon_compare_feeder_free(tf->f);
+	return NULL;
+}
+
+static struct trow *tpush(struct trow **v, size_t *n, size_t *a)
+{
+	recon_grow((void **)v, a, *n + 1, sizeof(**v));
+	memset(&(*v)[*n], 0, sizeof(**v));
+	return &(*v)[(*n)++];
+}
+
+/* Every case of the fold and of the compact records, many times over, both sides shuffled. */
+static void build_rows(struct trow **up, size_t *nup, struct trow **lo, size_t *nlo)
+{
+	size_t aup = 0, alo = 0;
+	const size_t nkeys = 40000;
+
+	*up = *lo = NULL;
+	*nup = *nlo = 0;
+	for (size_t i = 0; i < nkeys; i++) {
+		uint64_t h = tmix(i);
+		int c = (int)(h % 20);
+		char key[48];
+		int64_t t = DAY_START + (int64_t)(h >> 20) % (20 * HOUR),
+			amt = 100 + (int64_t)(h % 9999);
+		struct trow *r;
+
+		if (i % 7 == 0)
+			snprintf(key, sizeof(key), "K%zu" SEP "refund-type-%zu", i, i % 3);
+		else if (i % 5 == 0)
+			snprintf(key, sizeof(key), "a-long-order-number-%020zu", i);
+		else
+			snprintf(key, sizeof(key), "k%zu", i);
+#define UP(entry_, amount_, time_, id_, flags_, status_)                                           \
+	do {                                                                                       \
+		r = tpush(up, nup, &aup);                                                          \
+		snprintf(r->key, sizeof(r->key), "%s", key);                                       \
+		snprintf(r->id, sizeof(r->id), "%s", (id_));                                       \
+		memcpy(r->cur, "CNY", 4);                                                          \
+		r->amount = (amount_);                                                             \
+		r->time = (time_);                                                                 \
+		r->entry = (uint8_t)(entry_);                                                      \
+		r->flags = (uint8_t)(flags_);                                                      \
+		r->status = (uint8_t)(status_);                                                    \
+	} while (0)
+#define LO(status_, amount_, time_)                                                                \
+	do {                                                                                       \
+		r = tpush(lo, nlo, &alo);                                                          \
+		snprintf(r->key, sizeof(r->key), "%s", key);                                       \
+		memcpy(r->cur, "CNY", 4);                                                          \
+		r->amount = (amount_);                                                             \
+		r->time = (time_);                                                                 \
+		r->status = (uint8_t)(status_);                                                    \
+		r->flags = RECON_ROW_HAS_STATUS;                                                   \
+	} while (0)
+		char id[24], id2[24];
+		snprintf(id, sizeof(id), "42000%zu", i);
+		snprintf(id2, sizeof(id2), "R%zu", i);
+		switch (c) {
+		case 0: /* matched */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t - 5000);
+			break;
+		case 1: /* payment + refund: widened */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			UP(RECON_ENTRY_REFUND, amt, t + HOUR, id2, 0, 0);
+			LO(RECON_ST_REFUNDED, amt, t);
+			break;
+		case 2: /* missing */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			break;
+		case 3: /* extra */
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 4: /* local duplicate, the later row earlier in time */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			LO(RECON_ST_PENDING, amt, t - HOUR);
+			break;
+		case 5: /* the same entry listed twice */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 6: /* an id another key used (cross-key, likely another partition) */
+			snprintf(id, sizeof(id), "42000%zu", i - 1);
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 7: /* no id, the same entry twice */
+			UP(RECON_ENTRY_PAYMENT, amt, t, "", 0, 0);
+			UP(RECON_ENTRY_PAYMENT, amt, t, "", 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 8: /* no id, two entries */
+			UP(RECON_ENTRY_PAYMENT, amt, t, "", 0, 0);
+			UP(RECON_ENTRY_REFUND, 1, t + 1, "", 0, 0);
+			UP(RECON_ENTRY_PAYMENT, amt, t, "", 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 9: /* times far from the window: wide records, lookups */
+			UP(RECON_ENTRY_PAYMENT, amt, DAY_START - 40 * RECON_MS_PER_DAY, id, 0, 0);
+			LO(RECON_ST_PENDING, amt, DAY_START - 30 * RECON_MS_PER_DAY);
+			break;
+		case 10: /* a currency code the compact record cannot hold */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			memcpy(r->cur, "usd", 4);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 11: /* lines beyond 2^32 */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			r->line = ((uint64_t)1 << 33) + i;
+			LO(RECON_ST_SUCCESS, amt, t);
+			r->line = ((uint64_t)1 << 32) + i;
+			break;
+		case 12: /* a rejected upstream row */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			r->rejected = true;
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 13: /* plain rows */
+			UP(RECON_ENTRY_PAYMENT, amt, t, "", RECON_ROW_HAS_STATUS, RECON_ST_CLOSED);
+			LO(RECON_ST_CLOSED, amt, t);
+			break;
+		case 14: /* a lone revocation, looked up */
+			UP(RECON_ENTRY_REVOKE, amt, t, id, RECON_ROW_LOOKED_UP, 0);
+			LO(RECON_ST_CLOSED, amt, t);
+			r->flags |= RECON_ROW_LOOKED_UP;
+			break;
+		case 15: /* amount mismatch */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt + 1, t);
+			break;
+		case 16: /* a rejected local row */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			r->rejected = true;
+			break;
+		default: /* matched, plain */
+			UP(RECON_ENTRY_PAYMENT, amt, t, "", RECON_ROW_HAS_STATUS, RECON_ST_SUCCESS);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		}
+#undef UP
+#undef LO
+	}
+	/* read order: each side shuffled, then numbered (lines) unless set above */
+	for (int side = 0; side < 2; side++) {
+		struct trow *v = side ? *lo : *up;
+		size_t n = side ? *nlo : *nup;
+		for (size_t i = n; i > 1; i--) {
+			size_t j = tmix(i * 2 + (size_t)side) % i;
+			struct trow x = v[i - 1];
+			v[i - 1] = v[j];
+			v[j] = x;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!v[i].line)
+				v[i].line = i + 2;
+	}
+}
+
+static void assert_same_compare(struct recon_compare *a, struct recon_compare *b,
+				const struct trow *rows, size_t nrows)
+{
+	size_t na, nb;
+	const struct recon_diff *da = recon_compare_diffs(a, &na),
+				*db = recon_compare_diffs(b, &nb);
+	const char **ka, **kb;
+	const uint32_t *la, *lb;
+
+	assert_memory_equal(recon_compare_counts(a), recon_compare_counts(b),
+			    sizeof(struct recon_compare_counts));
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		assert_int_equal(da[i].key_len, db[i].key_len);
+		assert_memory_equal(da[i].key, db[i].key, da[i].key_len);
+		assert_int_equal(da[i].klass, db[i].klass);
+		assert_memory_equal(&da[i].up, &db[i].up, sizeof(da[i].up));
+		assert_memory_equal(&da[i].local, &db[i].local, sizeof(da[i].local));
+	}
+	for (size_t i = 0; i < nrows; i++) {
+		size_t len = strlen(rows[i].key);
+		assert_int_equal(recon_compare_key_class(a, rows[i].key, len),
+				 recon_compare_key_class(b, rows[i].key, len));
+	}
+	for (int side = 0; side < 2; side++) {
+		na = recon_compare_pending_lookups(a, side, &ka, &la);
+		nb = recon_compare_pending_lookups(b, side, &kb, &lb);
+		assert_int_equal(na, nb);
+		for (size_t i = 0; i < na; i++) {
+			assert_int_equal(la[i], lb[i]);
+			assert_memory_equal(ka[i], kb[i], la[i]);
+		}
+	}
+}
+
+static void test_compare_feeders_match_sequential(void **state)
+{
+	struct fixture *fx = *state;
+	struct trow *up, *lo;
+	size_t nup, nlo;
+	struct recon_compare *seq, *par;
+	struct tfeed tf[2];
+	pthread_t th[2];
+	struct recon_row row;
+
+	build_rows(&up, &nup, &lo, &nlo);
+	for (int statement = 0; statement < 2; statement++) {
+		seq = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement);
+		par = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement);
+		if (statement)
+			recon_compare_reserve(par, nup, nup); /* sizing changes nothing either */
+		for (int side = 0; side < 2; side++) {
+			const struct trow *v = side ? lo : up;
+			size_t n = side ? nlo : nup;
+			for (size_t i = 0; i < n; i++) {
+				trow_to_row(&v[i], &row);
+				if (v[i].rejected)
+					recon_compare_add_rejected(seq, side, &row);
+				else
+					recon_compare_add(seq, side, &row);
+			}
+		}
+		tf[0] = (struct tfeed){recon_compare_feeder_new(par, RECON_SIDE_UPSTREAM), up, nup};
+		tf[1] = (struct tfeed){recon_compare_feeder_new(par, RECON_SIDE_LOCAL), lo, nlo};
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_create(&th[i], NULL, tfeed_run, &tf[i]), 0);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		/* lookups work on both alike */
+		assert_same_compare(seq, par, up, 0);
+		recon_compare_classify(seq);
+		recon_compare_classify(par);
+		assert_true(recon_compare_counts(seq)->classes[RECON_CLASS_DUPLICATE] > 0);
+		assert_true(recon_compare_counts(seq)->keys_rejected > 0);
+		assert_same_compare(seq, par, up, nup);
+		assert_same_compare(seq, par, lo, nlo);
+		recon_compare_free(seq);
+		recon_compare_free(par);
+	}
+	free(up);
+	free(lo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1034,6 +1336,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_compare_deterministic_order, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_classify_idempotent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_many_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_feeders_match_sequential, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

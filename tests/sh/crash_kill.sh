@@ -103,15 +103,20 @@ echo "# clean run: ${clean_ms} ms, $actions actions"
 # ---- kill it, again and again ------------------------------------------------
 killed=0
 tries=0
+span=$clean_ms
 ahead=0
 rnd=$SEED
-while [ "$killed" -lt "$KILLS" ] && [ "$tries" -lt $((KILLS * 4)) ]; do
+while [ "$killed" -lt "$KILLS" ] && [ "$tries" -lt $((KILLS * 6)) ]; do
 	tries=$((tries + 1))
 	rnd=$(( (rnd * 1103515245 + 12345) % 2147483648 ))
-	delay=$(( rnd % (clean_ms + 1) ))
+	# kill points drawn over the length of a run as it is now: each killed run
+	# commits some actions, so later runs are shorter; a run that finished
+	# before its kill tells how long the rest takes
+	delay=$(( rnd % (span + 1) ))
 	"$RECON" rerun --job "$WORK/killed/job.json" --from 2024-01-16 --to 2024-01-16 --quiet \
 		> /dev/null 2>&1 &
 	pid=$!
+	started=$(now_ms)
 	sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
 	if kill -9 "$pid" 2> /dev/null; then
 		wait "$pid" 2> /dev/null || true
@@ -123,6 +128,9 @@ while [ "$killed" -lt "$KILLS" ] && [ "$tries" -lt $((KILLS * 4)) ]; do
 		fi
 	else
 		wait "$pid" 2> /dev/null || true
+		# it ended before the kill: aim inside a run of this length next time
+		span=$(( $(now_ms) - started ))
+		[ "$span" -gt 50 ] || span=50
 	fi
 done
 done_actions=$(sqlite3 "$WORK/killed/state/recon.db" "SELECT count(*) FROM actions WHERE outcome = 'done'" 2> /dev/null || echo 0)

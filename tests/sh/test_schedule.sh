@@ -66,19 +66,28 @@ rm "$E/statements/2024-01-19.csv"
 mkfifo "$E/statements/2024-01-19.csv"
 "$RECON" run --job "$JOB" --date 2024-01-19 --quiet > "$WORK/first.out" 2>&1 &
 first=$!
-for _ in $(seq 1 100); do
+# a loaded machine may take a while to start it: wait up to 60 s for it to hold the lock
+for _ in $(seq 1 600); do
 	grep -q "^$first " "$E/state/recon.db.example_payments.lock" 2>/dev/null && break
 	sleep 0.1
 done
-expect_exit 75 "a second invocation while the first runs" "$RECON" run --job "$JOB" --date 2024-01-19
+# bounded: had the second one taken the lock, it would wait on the FIFO for ever
+expect_exit 75 "a second invocation while the first runs" \
+	timeout 60 "$RECON" run --job "$JOB" --date 2024-01-19
 check "it names the holder" grep -q "job 'example_payments' is already running (pid $first, since 2024-01-19T03:00:00.000Z)" "$WORK/err"
-head -n 1 "$E/statements/2024-01-16.csv" > "$E/statements/2024-01-19.csv"
-wait "$first" && ok "the first run completes" || not_ok "the first run completes"
+# feed the FIFO (bounded: if the first run died, nobody reads it)
+timeout 20 sh -c "head -n 1 '$E/statements/2024-01-16.csv' > '$E/statements/2024-01-19.csv'" || true
+if wait "$first"; then
+	ok "the first run completes"
+else
+	not_ok "the first run completes"
+	sed 's/^/  first: /' "$WORK/first.out"
+fi
 rm "$E/statements/2024-01-19.csv"
 mkfifo "$E/statements/2024-01-19.csv"
 "$RECON" rerun --job "$JOB" --from 2024-01-19 --to 2024-01-19 --quiet > /dev/null 2>&1 &
 victim=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
 	grep -q "^$victim " "$E/state/recon.db.example_payments.lock" 2>/dev/null && break
 	sleep 0.1
 done

@@ -1,0 +1,56 @@
+/*
+ * recon_zip: one member of a zip archive, inflated as a byte stream (Alipay
+ * delivers its bill as a zip holding the 业务明细 detail file and its 汇总
+ * summary).
+ *
+ * The archive is read whole into memory once (bounded by RECON_ZIP_MAX), its
+ * bytes fed to the caller's SHA-256 as they are read, so the provenance hash
+ * is of the file as downloaded and nothing reads it twice. Member names are
+ * converted to UTF-8 from the given encoding unless the entry has the UTF-8
+ * flag (Alipay writes GBK names without it). Members are stored or deflated;
+ * the CRC-32 and size are checked at the end of the member. Every length and
+ * offset is bounds-checked: a damaged archive is an error (RECON_EINPUT),
+ * never a crash.
+ */
+#ifndef RECON_ZIP_H
+#define RECON_ZIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recon_err.h"
+
+#define RECON_ZIP_MAX ((size_t)1 << 30) /* archives larger than this are refused */
+
+struct recon_sha256;
+struct recon_zip;
+
+/* True when the first bytes are a zip local header ("PK\3\4"). */
+int recon_zip_magic(const void *head, size_t len);
+
+/*
+ * Reads the archive from fd (not closed; `path` names it in messages), feeding
+ * every byte to `hash` (may be NULL), and picks the member whose UTF-8 name
+ * contains `want` and not `exclude` (either may be NULL; with `want` NULL the
+ * archive must hold exactly one file). `name_encoding` (NULL: UTF-8) is how
+ * names without the UTF-8 flag are written. Caller frees *out with
+ * recon_zip_close(). RECON_EINPUT for a damaged archive or no/several matching
+ * members, RECON_EIO on read errors.
+ */
+RECON_MUSTCHECK int recon_zip_open(struct recon_zip **out, int fd, const char *path,
+				   const char *name_encoding, const char *want, const char *exclude,
+				   struct recon_sha256 *hash, struct recon_err *err);
+
+/* The chosen member's name in UTF-8 (borrowed until close). */
+const char *recon_zip_member(const struct recon_zip *z);
+
+/*
+ * Inflates up to n bytes into buf. Returns the count (> 0), 0 at the end of
+ * the member (after its CRC-32 and size matched), or RECON_EINPUT.
+ */
+RECON_MUSTCHECK long recon_zip_read(struct recon_zip *z, void *buf, size_t n,
+				    struct recon_err *err);
+
+void recon_zip_close(struct recon_zip *z); /* NULL-safe */
+
+#endif

@@ -1,0 +1,342 @@
+#include "recon_zip.h"
+
+#include <errno.h>
+#include <iconv.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "recon_buf.h"
+#include "recon_mem.h"
+#include "recon_sha256.h"
+
+#define SIG_LOCAL   0x04034b50u
+#define SIG_CENTRAL 0x02014b50u
+#define SIG_END	    0x06054b50u
+#define FLAG_CRYPT  0x0001u
+#define FLAG_UTF8   0x0800u
+
+struct recon_zip {
+	char *path;
+	unsigned char *data; /* the whole archive */
+	size_t size;
+	char *member;		 /* UTF-8 name */
+	const unsigned char *in; /* the member's compressed bytes */
+	size_t in_len;
+	unsigned method; /* 0 stored, 8 deflated */
+	uint32_t crc_want, crc;
+	uint64_t usize_want, usize;
+	size_t in_pos; /* stored: bytes copied */
+	z_stream zs;
+	bool zs_live;
+	bool ended;
+};
+
+int recon_zip_magic(const void *head, size_t len)
+{
+	return len >= 4 && !memcmp(head, "PK\x03\x04", 4);
+}
+
+static uint32_t le16(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int zerr(struct recon_err *err, const char *path, const char *fmt, ...) RECON_PRINTF(3, 4);
+static int zerr(struct recon_err *err, const char *path, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return recon_err_set(err, RECON_EINPUT, path, "damaged or unsupported zip archive: %s",
+			     msg);
+}
+
+/* Name bytes -> UTF-8 (malloc'd); bytes that do not convert are kept as they are. */
+static char *member_name(const unsigned char *p, size_t n, bool utf8, const char *enc)
+{
+	struct recon_buf b;
+	iconv_t cd;
+
+	recon_buf_init(&b);
+	if (utf8 || !enc) {
+		recon_buf_add(&b, p, n);
+		return recon_buf_detach(&b);
+	}
+	cd = iconv_open("UTF-8", enc);
+	if (cd == (iconv_t)-1) {
+		recon_buf_add(&b, p, n);
+		return recon_buf_detach(&b);
+	}
+	{
+		char *in = (char *)p;
+		size_t inleft = n;
+		recon_buf_grow(&b, n * 4 + 8);
+		char *out = b.s;
+		size_t outleft = b.alloc - 1;
+		if (iconv(cd, &in, &inleft, &out, &outleft) == (size_t)-1) {
+			b.len = 0;
+			recon_buf_add(&b, p, n);
+		} else {
+			b.len = (size_t)(out - b.s);
+			b.s[b.len] = '\0';
+		}
+	}
+	iconv_close(cd);
+	return recon_buf_detach(&b);
+}
+
+static int read_all(struct recon_zip *z, int fd, struct recon_sha256 *hash, struct recon_err *err)
+{
+	size_t cap = (size_t)1 << 20;
+
+	z->data = recon_xmalloc(cap);
+	for (;;) {
+		ssize_t n;
+		if (z->size == cap) {
+			if (cap >= RECON_ZIP_MAX)
+				return recon_err_set(err, RECON_EINPUT, z->path,
+						     "zip archive larger than %zu bytes",
+						     (size_t)RECON_ZIP_MAX);
+			cap *= 2;
+			z->data = recon_xrealloc(z->data, cap);
+		}
+		do
+			n = read(fd, z->data + z->size, cap - z->size);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
+					     strerror(errno));
+		if (n == 0)
+			return 0;
+		if (hash)
+			recon_sha256_update(hash, z->data + z->size, (size_t)n);
+		z->size += (size_t)n;
+	}
+}
+
+static bool name_matches(const char *name, const char *want, const char *exclude)
+{
+	size_t n = strlen(name);
+
+	if (n && name[n - 1] == '/')
+		return false; /* a folder */
+	if (want && !strstr(name, want))
+		return false;
+	return !(exclude && strstr(name, exclude));
+}
+
+int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char *name_encoding,
+		   const char *want, const char *exclude, struct recon_sha256 *hash,
+		   struct recon_err *err)
+{
+	struct recon_zip *z = recon_xcalloc(1, sizeof(*z));
+	const unsigned char *d, *end = NULL, *cd;
+	size_t eocd = 0, cd_off, cd_size, entries, found = 0, pos;
+	uint32_t pick_off = 0, pick_csize = 0, pick_flags = 0;
+	struct recon_buf names;
+	int ret;
+
+	*out = NULL;
+	recon_buf_init(&names);
+	z->path = recon_xstrdup(path);
+	if ((ret = read_all(z, fd, hash, err)) < 0)
+		goto out;
+	d = z->data;
+	/* end of central directory: the last signature within 22 + 65535 bytes of the end */
+	if (z->size >= 22) {
+		size_t lo = z->size > 22 + 65535 ? z->size - 22 - 65535 : 0;
+		for (size_t i = z->size - 22 + 1; i-- > lo;)
+			if (le32(d + i) == SIG_END) {
+				end = d + i;
+				eocd = i;
+				break;
+			}
+	}
+	if (!end) {
+		ret = zerr(err, path, "no end of central directory (truncated?)");
+		goto out;
+	}
+	entries = le16(end + 10);
+	cd_size = le32(end + 12);
+	cd_off = le32(end + 16);
+	if (cd_off == 0xFFFFFFFFu || entries == 0xFFFF) {
+		ret = zerr(err, path, "zip64 archives are not supported");
+		goto out;
+	}
+	if (cd_off > eocd || cd_size > eocd - cd_off) {
+		ret = zerr(err, path, "central directory out of bounds");
+		goto out;
+	}
+	cd = d + cd_off;
+	pos = 0;
+	for (size_t e = 0; e < entries; e++) {
+		uint32_t flags, nlen, xlen, clen;
+		char *name;
+
+		if (cd_size - pos < 46 || le32(cd + pos) != SIG_CENTRAL) {
+			ret = zerr(err, path, "bad central directory entry %zu", e + 1);
+			goto out;
+		}
+		flags = le16(cd + pos + 8);
+		nlen = le16(cd + pos + 28);
+		xlen = le16(cd + pos + 30);
+		clen = le16(cd + pos + 32);
+		if (cd_size - pos - 46 < (size_t)nlen + xlen + clen) {
+			ret = zerr(err, path, "central directory entry %zu out of bounds", e + 1);
+			goto out;
+		}
+		name = member_name(cd + pos + 46, nlen, (flags & FLAG_UTF8) != 0, name_encoding);
+		if (names.len < 512)
+			recon_buf_addf(&names, "%s'%s'", names.len ? ", " : "", name);
+		if (name_matches(name, want, exclude)) {
+			if (found++) {
+				free(name);
+				continue;
+			}
+			free(z->member);
+			z->member = name;
+			z->method = le16(cd + pos + 10);
+			z->crc_want = le32(cd + pos + 16);
+			pick_csize = le32(cd + pos + 20);
+			z->usize_want = le32(cd + pos + 24);
+			pick_off = le32(cd + pos + 42);
+			pick_flags = flags;
+		} else {
+			free(name);
+		}
+		pos += 46 + (size_t)nlen + xlen + clen;
+	}
+	if (found != 1) {
+		struct recon_buf m;
+		recon_buf_init(&m);
+		recon_buf_addf(&m, "%s member of the zip archive ", found ? "more than one" : "no");
+		if (want)
+			recon_buf_addf(&m, "contains '%s'", want);
+		else
+			recon_buf_adds(&m, "is a file");
+		if (exclude)
+			recon_buf_addf(&m, " without '%s'", exclude);
+		recon_buf_addf(&m, " (members: %s)", names.len ? names.s : "none");
+		ret = recon_err_set(err, RECON_EINPUT, path, "%s", m.s);
+		recon_buf_release(&m);
+		goto out;
+	}
+	if (pick_flags & FLAG_CRYPT) {
+		ret = zerr(err, path, "member '%s' is encrypted", z->member);
+		goto out;
+	}
+	if (z->method != 0 && z->method != 8) {
+		ret =
+		    zerr(err, path, "member '%s' uses compression method %u", z->member, z->method);
+		goto out;
+	}
+	if (pick_off > z->size || z->size - pick_off < 30 || le32(d + pick_off) != SIG_LOCAL) {
+		ret = zerr(err, path, "bad local header for '%s'", z->member);
+		goto out;
+	}
+	{
+		size_t data =
+		    (size_t)pick_off + 30 + le16(d + pick_off + 26) + le16(d + pick_off + 28);
+		if (data > z->size || z->size - data < pick_csize) {
+			ret = zerr(err, path, "member '%s' is cut short (truncated archive?)",
+				   z->member);
+			goto out;
+		}
+		z->in = d + data;
+		z->in_len = pick_csize;
+	}
+	if (z->method == 8) {
+		if (inflateInit2(&z->zs, -MAX_WBITS) != Z_OK) {
+			ret = recon_err_set(err, RECON_EINTERNAL, path, "cannot start inflate");
+			goto out;
+		}
+		z->zs_live = true;
+		z->zs.next_in = (Bytef *)z->in;
+		z->zs.avail_in = (uInt)z->in_len;
+	}
+	z->crc = (uint32_t)crc32(0L, Z_NULL, 0);
+	ret = 0;
+	*out = z;
+	z = NULL;
+out:
+	recon_buf_release(&names);
+	recon_zip_close(z);
+	return ret;
+}
+
+const char *recon_zip_member(const struct recon_zip *z)
+{
+	return z->member;
+}
+
+static long finish(struct recon_zip *z, struct recon_err *err)
+{
+	if (!z->ended) {
+		z->ended = true;
+		if (z->usize != z->usize_want || z->crc != z->crc_want)
+			return zerr(err, z->path, "member '%s' fails its CRC-32/size check",
+				    z->member);
+	}
+	return 0;
+}
+
+long recon_zip_read(struct recon_zip *z, void *buf, size_t n, struct recon_err *err)
+{
+	size_t got;
+
+	if (z->ended || !n)
+		return 0;
+	if (n > (1u << 30))
+		n = 1u << 30;
+	if (z->method == 0) {
+		got = z->in_len - z->in_pos < n ? z->in_len - z->in_pos : n;
+		memcpy(buf, z->in + z->in_pos, got);
+		z->in_pos += got;
+	} else {
+		int zr;
+		do {
+			z->zs.next_out = buf;
+			z->zs.avail_out = (uInt)n;
+			zr = inflate(&z->zs, Z_NO_FLUSH);
+			got = n - z->zs.avail_out;
+		} while (zr == Z_OK && !got);
+		if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && got))
+			return zerr(err, z->path, "member '%s': %s", z->member,
+				    zr == Z_BUF_ERROR ? "compressed data cut short"
+						      : (z->zs.msg ? z->zs.msg : "inflate failed"));
+	}
+	if (got) {
+		z->crc = (uint32_t)crc32(z->crc, buf, (uInt)got);
+		z->usize += got;
+		if (z->usize > z->usize_want)
+			return zerr(err, z->path, "member '%s' inflates past its stated size",
+				    z->member);
+		return (long)got;
+	}
+	return finish(z, err);
+}
+
+void recon_zip_close(struct recon_zip *z)
+{
+	if (!z)
+		return;
+	if (z->zs_live)
+		inflateEnd(&z->zs);
+	free(z->data);
+	free(z->member);
+	free(z->path);
+	free(z);
+}

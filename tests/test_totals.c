@@ -1,0 +1,272 @@
+/*
+ * Tests for src/recon_totals.c: exact amount parsing, WeChat-style trailers
+ * and Alipay-style footers checked against the records fed in, and the
+ * failure messages (file:line and the disagreeing total).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h> /* after the four above, which it needs */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_err.h"
+#include "recon_job.h"
+#include "recon_totals.h"
+
+static char *S(const char *s)
+{
+	return (char *)s;
+}
+
+static void test_totals_parse_amount(void **state)
+{
+	int64_t v;
+
+	(void)state;
+	assert_int_equal(recon_totals_parse_amount("0.00600", 7, &v), 0);
+	assert_int_equal(v, 6000);
+	assert_int_equal(recon_totals_parse_amount("-0.04", 5, &v), 0);
+	assert_int_equal(v, -40000);
+	assert_int_equal(recon_totals_parse_amount(" 7 ", 3, &v), 0);
+	assert_int_equal(v, 7000000);
+	assert_int_equal(recon_totals_parse_amount("9223372036854.775807", 20, &v), 0);
+	assert_int_equal(v, INT64_MAX);
+	assert_int_equal(recon_totals_parse_amount("-9223372036854.775808", 21, &v), 0);
+	assert_true(v == INT64_MIN);
+	assert_true(recon_totals_parse_amount("9223372036854.775808", 20, &v) < 0);
+	assert_true(recon_totals_parse_amount("12.3O", 5, &v) < 0);
+	assert_true(recon_totals_parse_amount("N/A", 3, &v) < 0);
+	assert_true(recon_totals_parse_amount("1.1234567", 9, &v) < 0);
+	assert_true(recon_totals_parse_amount("1.", 2, &v) < 0);
+	assert_true(recon_totals_parse_amount(".5", 2, &v) < 0);
+	assert_true(recon_totals_parse_amount("", 0, &v) < 0);
+	assert_true(recon_totals_parse_amount("-", 1, &v) < 0);
+	assert_true(recon_totals_parse_amount("1e5", 3, &v) < 0);
+}
+
+/* A WeChat-like side: trailer totals, count + two sums (one with 5 decimals). */
+static struct recon_totals_sum wx_sums[] = {
+    {.label = (char *)"退款总金额", .column = (char *)"退款金额"},
+    {.label = (char *)"手续费总金额", .column = (char *)"手续费"},
+};
+static struct recon_totals_group wx_group = {
+    .count = (char *)"总交易单数", .entry_type = NULL, .sums = wx_sums, .nsums = 2};
+static char *wx_stop[] = {(char *)"总交易单数", NULL};
+
+static void wx_side(struct recon_side *sd)
+{
+	memset(sd, 0, sizeof(*sd));
+	sd->role = "upstream";
+	sd->delimiter = ',';
+	sd->strip = S("`");
+	sd->stop_prefixes = wx_stop;
+	sd->totals.in = RECON_TOTALS_TRAILER;
+	sd->totals.required = true;
+	sd->totals.groups = &wx_group;
+	sd->totals.ngroups = 1;
+}
+
+static void cells3(struct recon_totals_cell *c, const char *a, const char *b, const char *d)
+{
+	c[0].p = a;
+	c[0].len = strlen(a);
+	c[1].p = b;
+	c[1].len = strlen(b);
+	c[2].p = d;
+	c[2].len = strlen(d);
+}
+
+static struct recon_totals *wx_fed(const struct recon_side *sd)
+{
+	struct recon_totals *t = recon_totals_new(sd);
+	struct recon_totals_cell c[3];
+
+	assert_non_null(t);
+	cells3(c, "商户订单号", "退款金额", "手续费");
+	recon_totals_bind(t, c, 3, SIZE_MAX);
+	cells3(c, "`A", "`0.00", "`0.00600");
+	recon_totals_add(t, c, 3, 2, NULL);
+	cells3(c, "`A", "`0.01", "`0.00000");
+	recon_totals_add(t, c, 3, 3, NULL);
+	cells3(c, "`B", "`0.01", "`0.00001");
+	recon_totals_add(t, c, 3, 4, NULL);
+	return t;
+}
+
+static int check(const struct recon_totals *t, const char *text, uint64_t first,
+		 struct recon_err *err)
+{
+	uint64_t lines[4] = {first, first + 1, first + 2, first + 3};
+
+	recon_err_init(err);
+	return recon_totals_check(t, text, text ? strlen(text) : 0, lines, 4, "bill.csv", 4, err);
+}
+
+static void test_totals_trailer_agrees(void **state)
+{
+	struct recon_side sd;
+	struct recon_totals *t;
+	struct recon_err err;
+
+	(void)state;
+	wx_side(&sd);
+	t = wx_fed(&sd);
+	assert_int_equal(check(t,
+			       "总交易单数,退款总金额,手续费总金额,订单总金额\n"
+			       "`3,`0.02,`0.00601,`9.99\n",
+			       5, &err),
+			 0);
+	recon_totals_free(t);
+}
+
+static void test_totals_trailer_disagrees(void **state)
+{
+	struct recon_side sd;
+	struct recon_totals *t;
+	struct recon_err err;
+
+	(void)state;
+	wx_side(&sd);
+	t = wx_fed(&sd);
+	assert_int_equal(check(t, "总交易单数,退款总金额\n`4,`0.02\n", 5, &err), RECON_EINPUT);
+	assert_string_equal(err.where, "bill.csv:6");
+	assert_string_equal(err.msg,
+			    "control total '总交易单数' is 4, but the file has 3 detail records");
+	assert_int_equal(check(t, "总交易单数,手续费总金额\n`3,`0.00602\n", 5, &err), RECON_EINPUT);
+	assert_string_equal(err.msg, "control total '手续费总金额' is 0.00602, but the records' "
+				     "'手续费' sum to 0.00601");
+	assert_int_equal(check(t, "总交易单数,退款总金额\n`3\n", 5, &err), RECON_EINPUT);
+	assert_string_equal(err.msg, "control totals: 2 names but 1 values");
+	assert_int_equal(check(t, "总交易单数,退款总金额\n", 5, &err), RECON_EINPUT);
+	assert_int_equal(check(t, "总笔数\n`3\n", 5, &err), RECON_EINPUT);
+	assert_string_equal(err.msg, "control totals lack '总交易单数'");
+	assert_int_equal(check(t, "总交易单数,退款总金额\n`3,`0.0x\n", 5, &err), RECON_EINPUT);
+	assert_string_equal(err.msg, "control total '退款总金额': '0.0x' is not an amount");
+	/* required and absent: truncated */
+	assert_int_equal(check(t, NULL, 0, &err), RECON_EINPUT);
+	assert_string_equal(err.where, "bill.csv:4");
+	recon_totals_free(t);
+	/* not required and absent: nothing to check */
+	sd.totals.required = false;
+	t = wx_fed(&sd);
+	assert_int_equal(check(t, NULL, 0, &err), 0);
+	recon_totals_free(t);
+}
+
+static void test_totals_unverifiable_record(void **state)
+{
+	struct recon_side sd;
+	struct recon_totals *t;
+	struct recon_totals_cell c[3];
+	struct recon_err err;
+
+	(void)state;
+	wx_side(&sd);
+	t = wx_fed(&sd);
+	cells3(c, "`C", "`N/A", "`0.00000");
+	recon_totals_add(t, c, 3, 9, NULL);
+	assert_int_equal(check(t, "总交易单数\n`4\n", 10, &err), RECON_EINPUT);
+	assert_string_equal(err.where, "bill.csv:9");
+	assert_string_equal(
+	    err.msg, "'退款金额': 'N/A' is not an amount (the control totals cannot be verified)");
+	recon_totals_free(t);
+	t = wx_fed(&sd);
+	recon_totals_add(t, c, 1, 7, "expected 3 fields, found 1");
+	assert_int_equal(check(t, "总交易单数\n`4\n", 10, &err), RECON_EINPUT);
+	assert_string_equal(err.where, "bill.csv:7");
+	recon_totals_free(t);
+}
+
+/* Alipay-like: footer lines per entry type. */
+static struct recon_totals_sum ali_pay_sums[] = {
+    {.label = (char *)"商家实收", .column = (char *)"商家实收（元）"}};
+static struct recon_totals_sum ali_ref_sums[] = {
+    {.label = (char *)"商家实收退款", .column = (char *)"商家实收（元）"}};
+static struct recon_totals_group ali_groups[] = {
+    {.count = (char *)"#交易合计：",
+     .entry_type = (char *)"交易",
+     .sums = ali_pay_sums,
+     .nsums = 1},
+    {.count = (char *)"#退款合计：",
+     .entry_type = (char *)"退款",
+     .sums = ali_ref_sums,
+     .nsums = 1},
+};
+static char *ali_comments[] = {(char *)"#", NULL};
+
+static void test_totals_footer(void **state)
+{
+	struct recon_side sd;
+	struct recon_totals *t;
+	struct recon_totals_cell c[3];
+	struct recon_err err;
+	uint64_t lines[3] = {20, 21, 22};
+	const char *ok = "#-----业务明细列表结束-----\n"
+			 "#交易合计：2笔，商家实收共0.03元，商家优惠共0.00元\n"
+			 "#退款合计：1笔，商家实收退款共-0.01元，商家优惠退款共0.00元\n";
+	const char *bad = "#-----业务明细列表结束-----\n"
+			  "#交易合计：2笔，商家实收共0.03元，商家优惠共0.00元\n"
+			  "#退款合计：1笔，商家实收退款共-0.02元，商家优惠退款共0.00元\n";
+
+	(void)state;
+	memset(&sd, 0, sizeof(sd));
+	sd.role = "upstream";
+	sd.delimiter = ',';
+	sd.strip = S("\t");
+	sd.comment_prefixes = ali_comments;
+	sd.totals.in = RECON_TOTALS_FOOTER;
+	sd.totals.required = true;
+	sd.totals.groups = ali_groups;
+	sd.totals.ngroups = 2;
+	t = recon_totals_new(&sd);
+	cells3(c, "业务类型", "订单金额（元）", "商家实收（元）");
+	recon_totals_bind(t, c, 3, 0);
+	cells3(c, "交易\t", "0.01", "0.01");
+	recon_totals_add(t, c, 3, 6, NULL);
+	cells3(c, "交易\t", "0.02", "0.02");
+	recon_totals_add(t, c, 3, 7, NULL);
+	cells3(c, "退款\t", "-0.01", "-0.01");
+	recon_totals_add(t, c, 3, 8, NULL);
+	recon_err_init(&err);
+	assert_int_equal(recon_totals_check(t, ok, strlen(ok), lines, 3, "a.csv", 23, &err), 0);
+	assert_int_equal(recon_totals_check(t, bad, strlen(bad), lines, 3, "a.csv", 23, &err),
+			 RECON_EINPUT);
+	assert_string_equal(err.where, "a.csv:22");
+	assert_string_equal(err.msg, "control total '商家实收退款' is -0.02, but the records' "
+				     "'商家实收（元）' sum to -0.01");
+	recon_err_init(&err);
+	assert_int_equal(recon_totals_check(t, ok, 40, lines, 1, "a.csv", 23, &err), RECON_EINPUT);
+	assert_string_equal(err.where, "a.csv:23");
+	assert_string_equal(err.msg, "the file ends without its control totals (no '#交易合计：' "
+				     "line): truncated?");
+	recon_totals_free(t);
+}
+
+static void test_totals_none(void **state)
+{
+	struct recon_side sd;
+
+	(void)state;
+	memset(&sd, 0, sizeof(sd));
+	assert_null(recon_totals_new(&sd));
+	recon_totals_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_totals_parse_amount),
+	    cmocka_unit_test(test_totals_trailer_agrees),
+	    cmocka_unit_test(test_totals_trailer_disagrees),
+	    cmocka_unit_test(test_totals_unverifiable_record),
+	    cmocka_unit_test(test_totals_footer),
+	    cmocka_unit_test(test_totals_none),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
