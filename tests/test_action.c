@@ -3,11 +3,12 @@
  * doubling to a 5 s cap, with jitter in [d/2, d], at most 5 attempts; other
  * errors are not retried.
  */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 
 #include <string.h>
 

@@ -4,6 +4,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+
 #include <cmocka.h>
 /* clang-format on */
 

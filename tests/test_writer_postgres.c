@@ -20,6 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include <cmocka.h>
 
 #include <stdio.h>
