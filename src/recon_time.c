@@ -1201,11 +1201,36 @@ int64_t recon_tz_day_of(const struct recon_tz *tz, int64_t utc_ms)
 	return floor_div(recon_tz_to_local(tz, utc_ms), RECON_MS_PER_DAY);
 }
 
+/*
+ * The first instant whose wall clock is at or after local midnight `m`. When
+ * m falls inside a gap, recon_tz_to_utc() reads it with the offset before the
+ * gap, which lands past the transition unless m is the gap's very first local
+ * time; the day really starts at the transition: search for it between the
+ * two readings (the wall clock is increasing across a gap).
+ */
+static int64_t first_instant_at(const struct recon_tz *tz, int64_t m)
+{
+	int64_t hi = recon_tz_to_utc(tz, m), lo;
+
+	if (recon_tz_to_local(tz, hi) == m)
+		return hi;
+	lo = m - (int64_t)recon_tz_offset(tz, hi) * RECON_MS_PER_SEC; /* before the gap */
+	if (lo >= hi || recon_tz_to_local(tz, lo) >= m)
+		return hi;
+	while (hi - lo > 1) { /* local(lo) < m <= local(hi) */
+		int64_t mid = lo + (hi - lo) / 2;
+		if (recon_tz_to_local(tz, mid) >= m)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
+}
+
 void recon_tz_day_bounds(const struct recon_tz *tz, int64_t day, int64_t *start, int64_t *end)
 {
-	/* Midnight in a gap maps to the gap's end, the day's first instant. */
-	*start = recon_tz_to_utc(tz, day * RECON_MS_PER_DAY);
-	*end = recon_tz_to_utc(tz, (day + 1) * RECON_MS_PER_DAY);
+	*start = first_instant_at(tz, day * RECON_MS_PER_DAY);
+	*end = first_instant_at(tz, (day + 1) * RECON_MS_PER_DAY);
 }
 
 int recon_time_now(int64_t *now_ms, struct recon_err *err)

@@ -591,6 +591,29 @@ static void test_time_day_bounds_shanghai(void **state)
 	recon_tz_free(tz);
 }
 
+/* Midnight inside a gap: Toronto went from 23:30 EST to 00:30 EDT on 1919-03-31. */
+static void test_time_day_bounds_midnight_in_gap(void **state)
+{
+	struct recon_tz *tz = NULL;
+	struct recon_err err;
+	int64_t start, end, prev_start, prev_end;
+
+	(void)state;
+	recon_err_init(&err);
+	if (recon_tz_load(&tz, "America/Toronto", &err) < 0)
+		skip();
+	recon_tz_day_bounds(tz, recon_days_from_civil(1919, 3, 31), &start, &end);
+	recon_tz_day_bounds(tz, recon_days_from_civil(1919, 3, 30), &prev_start, &prev_end);
+	/* the day starts at the transition, 04:30Z, not at midnight read as EST (05:00Z) */
+	assert_int_equal(start, recon_days_from_civil(1919, 3, 31) * RECON_MS_PER_DAY +
+				    4 * RECON_MS_PER_HOUR + 30 * RECON_MS_PER_MIN);
+	assert_int_equal(prev_end, start);
+	assert_int_equal(recon_tz_day_of(tz, start), recon_days_from_civil(1919, 3, 31));
+	assert_int_equal(recon_tz_day_of(tz, start - 1), recon_days_from_civil(1919, 3, 30));
+	assert_int_equal(end - start, 23 * RECON_MS_PER_HOUR + 30 * RECON_MS_PER_MIN);
+	recon_tz_free(tz);
+}
+
 static void test_time_day_bounds_new_york_dst(void **state)
 {
 	struct recon_tz *tz = load("America/New_York");
@@ -1240,6 +1263,7 @@ int main(void)
 	    cmocka_unit_test(test_time_parse_malformed),
 	    cmocka_unit_test(test_time_parse_first_error_wins),
 	    cmocka_unit_test(test_time_day_bounds_shanghai),
+	    cmocka_unit_test(test_time_day_bounds_midnight_in_gap),
 	    cmocka_unit_test(test_time_day_bounds_new_york_dst),
 	    cmocka_unit_test(test_time_civil_days),
 	    cmocka_unit_test(test_time_date_parse_format),
