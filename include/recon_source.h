@@ -79,10 +79,10 @@ struct recon_buf;
  * For database readers: appends `SELECT q c1 q, ... FROM q table q` for the
  * side's mapped columns (identifiers validated by the loader, quoted with q:
  * '"' or '`') and fills colidx[role] with each role's result column, -1 when
- * unmapped.
+ * unmapped. Returns the number of columns selected.
  */
-void recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
-			     int colidx[RECON_COL__COUNT]);
+unsigned recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
+				 int colidx[RECON_COL__COUNT]);
 
 /* Thin wrappers. */
 RECON_MUSTCHECK int recon_source_open(struct recon_source **out, const struct recon_side *side,

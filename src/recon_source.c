@@ -58,8 +58,8 @@ void recon_source_close(struct recon_source *src)
 		src->ops->close(src);
 }
 
-void recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
-			     int colidx[RECON_COL__COUNT])
+unsigned recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
+				 int colidx[RECON_COL__COUNT])
 {
 	int n = 0;
 
@@ -72,4 +72,5 @@ void recon_source_sql_select(const struct recon_side *side, char q, struct recon
 		colidx[c] = n++;
 	}
 	recon_buf_addf(sql, " FROM %c%s%c", q, side->table, q);
+	return (unsigned)n;
 }

@@ -108,7 +108,7 @@ static int fail_stmt(struct mysql_source *s, struct recon_err *err, MYSQL_STMT *
 
 static void build_select(struct mysql_source *s, struct recon_buf *sql)
 {
-	recon_source_sql_select(s->side, '`', sql, s->colidx);
+	s->ncols = recon_source_sql_select(s->side, '`', sql, s->colidx);
 }
 
 static void to_mysql_time(int64_t wall_ms, MYSQL_TIME *t)
