@@ -119,6 +119,14 @@ RECON_MUSTCHECK int recon_state_ticket(struct recon_state *st, const char *job, 
 				       int64_t now, const char *json, bool *opened,
 				       struct recon_err *err);
 
+/*
+ * Groups the calls that follow into one transaction until recon_state_batch_end
+ * (tickets and action records of a run's action phase): one commit per batch
+ * instead of one per row. Nested calls are not allowed.
+ */
+RECON_MUSTCHECK int recon_state_batch_begin(struct recon_state *st, struct recon_err *err);
+RECON_MUSTCHECK int recon_state_batch_end(struct recon_state *st, struct recon_err *err);
+
 /* Records one action of a run (error may be NULL). */
 RECON_MUSTCHECK int recon_state_action(struct recon_state *st, int64_t run_id, const char *key,
 				       const char *klass, const char *action, const char *outcome,

@@ -155,6 +155,9 @@ int recon_retry(struct recon_retry_policy *p, int (*fn)(void *arg, struct recon_
 
 /* ---- one run's actions ---------------------------------------------------- */
 
+/* State store rows (tickets, action records) per transaction. */
+#define STATE_BATCH 512
+
 struct actx {
 	const struct recon_job *job;
 	struct recon_state *st;
@@ -360,6 +363,20 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 	a.counts = counts;
 	recon_retry_policy_init(&a.retry, (uint64_t)now ^ ((uint64_t)run_id << 32));
 	for (size_t i = 0; i < n; i++) {
+		/*
+		 * The state store's tickets and action records are committed in
+		 * batches: a crash loses at most a batch of them, and the next run
+		 * writes them again (tickets are unique, so no duplicate appears).
+		 */
+		if (i % STATE_BATCH == 0) {
+			struct recon_err e;
+			recon_err_init(&e);
+			if ((i && recon_state_batch_end(st, &e) < 0) ||
+			    recon_state_batch_begin(st, &e) < 0) {
+				a.first = e;
+				break;
+			}
+		}
 		const struct recon_diff *d = &diffs[i];
 		const char *klass = recon_class_name(d->klass);
 		struct attempt t = {&a, d, key, klass, NULL, json[i], RECON_ACT_REPLAY, 0};
@@ -385,6 +402,12 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 			ticket(&a, d, key, klass, "normal", json[i]);
 			break;
 		}
+	}
+	if (n) {
+		struct recon_err e;
+		recon_err_init(&e);
+		if (recon_state_batch_end(st, &e) < 0 && !a.first.code)
+			a.first = e;
 	}
 	cj = recon_action_counts_json(counts);
 	{

@@ -194,9 +194,9 @@ static void progress(struct reader *rd)
 	rd->shown = now;
 	up = rd->which == RECON_SIDE_UPSTREAM ? rd->rows_read : atomic_load(&rd->peer->seen);
 	local = rd->which == RECON_SIDE_LOCAL ? rd->rows_read : atomic_load(&rd->peer->seen);
-	recon_log(RECON_LOG_INFO, "reading: upstream %llu rows, local %llu rows, %.0f rows/s",
+	recon_log(RECON_LOG_INFO, "reading: upstream %llu rows, local %llu rows, %llu rows/s",
 		  (unsigned long long)up, (unsigned long long)local,
-		  (double)(up + local) * 1000.0 / (double)ms);
+		  (unsigned long long)((up + local) * 1000 / (uint64_t)ms));
 }
 
 /*
@@ -392,10 +392,12 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], struct r
 		*err = up->rc < 0 ? up->err : local->err;
 		return up->rc < 0 ? up->rc : local->rc;
 	}
-	if (local->progress && monotonic_ms() - local->t0 >= PROGRESS_AFTER)
-		recon_log(RECON_LOG_INFO, "read: upstream %llu rows, local %llu rows in %.1f s",
+	if (local->progress && monotonic_ms() - local->t0 >= PROGRESS_AFTER) {
+		int64_t ms = monotonic_ms() - local->t0;
+		recon_log(RECON_LOG_INFO, "read: upstream %llu rows, local %llu rows in %lld.%01lld s",
 			  (unsigned long long)up->rows_read, (unsigned long long)local->rows_read,
-			  (double)(monotonic_ms() - local->t0) / 1000.0);
+			  (long long)(ms / 1000), (long long)(ms % 1000 / 100));
+	}
 	return 0;
 }
 

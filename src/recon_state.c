@@ -702,3 +702,13 @@ out:
 	sqlite3_finalize(q);
 	return rc;
 }
+
+int recon_state_batch_begin(struct recon_state *st, struct recon_err *err)
+{
+	return exec(st, "BEGIN IMMEDIATE", err);
+}
+
+int recon_state_batch_end(struct recon_state *st, struct recon_err *err)
+{
+	return exec(st, "COMMIT", err);
+}
