@@ -394,7 +394,8 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], struct r
 	}
 	if (local->progress && monotonic_ms() - local->t0 >= PROGRESS_AFTER) {
 		int64_t ms = monotonic_ms() - local->t0;
-		recon_log(RECON_LOG_INFO, "read: upstream %llu rows, local %llu rows in %lld.%01lld s",
+		recon_log(RECON_LOG_INFO,
+			  "read: upstream %llu rows, local %llu rows in %lld.%01lld s",
 			  (unsigned long long)up->rows_read, (unsigned long long)local->rows_read,
 			  (long long)(ms / 1000), (long long)(ms % 1000 / 100));
 	}
