@@ -62,7 +62,8 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 	const struct recon_side *l = &job->local;
 	const char *params[RECON_KEY_PARTS_MAX + 4], *cols[RECON_KEY_PARTS_MAX];
 	const char *wrap = "%s", *status;
-	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160], key[1100];
+	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160],
+	     key[RECON_KEY_PARTS_MAX * 1025 + 8];
 	char *parts = NULL;
 	struct recon_buf sql, vals;
 	int np = 0, rc = 0;

@@ -349,7 +349,7 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 		      size_t n, struct recon_action_counts *counts, struct recon_err *err)
 {
 	struct actx a;
-	char key[1100];
+	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
 	char *cj;
 	int rc = 0;
 
@@ -384,14 +384,28 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 		recon_key_display(d->key, d->key_len, key, sizeof(key));
 		switch (d->klass) {
 		case RECON_CLASS_MISSING:
+			if (d->up.amount == 0 && d->up.refunded > 0) {
+				/* refund-only: its payment was in an earlier statement, so the
+				   order amount is unknown; a person has to look */
+				ticket(&a, d, key, klass, "normal", json[i]);
+				break;
+			}
 			writer_action(&a, &t);
 			break;
 		case RECON_CLASS_STUCK:
 			t.kind = RECON_ACT_REPUSH;
 			writer_action(&a, &t);
 			if (job->actions.transition_to) {
+				/* only toward the status upstream reports: never mark a revoked
+				   or refunded order as paid */
+				const char *to = job->actions.transition_to;
 				t.kind = RECON_ACT_TRANSITION;
-				writer_action(&a, &t);
+				if (recon_map_get(&job->local.status_map, to, strlen(to)) ==
+				    (int)d->up.status)
+					writer_action(&a, &t);
+				else
+					note(&a, key, klass, RECON_ACT_TRANSITION, RECON_OUT_SKIPPED, 0,
+					     NULL);
 			}
 			break;
 		case RECON_CLASS_AMOUNT_MISMATCH:

@@ -154,6 +154,11 @@ static void *store_alloc(struct store *s, size_t size, uint32_t *ref)
 {
 	size_t off;
 
+	if (size > STORE_CHUNK - 8) { /* normalize bounds keys and ids far below this */
+		fprintf(stderr, "recon: compare: an item of %zu bytes does not fit a chunk\n", size);
+		abort();
+	}
+
 	if (!s->n || s->used[s->n - 1] + size > STORE_CHUNK) {
 		size_t a = s->alloc;
 		if (s->n >> (32 - CHUNK_BITS + s->shift)) {

@@ -200,6 +200,8 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	len = raw->len[idc];
 	if (s)
 		trim(side, &s, &len);
+	if (s && len > 1024)
+		return field_err(err, idc, "transaction id longer than 1024 bytes");
 	if (s && len && !(len == 1 && s[0] == '0')) {
 		out->entry_id = recon_arena_strndup(arena, s, len);
 		out->entry_id_len = (uint32_t)len;

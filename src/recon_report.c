@@ -27,7 +27,7 @@ static json_t *side_json(const struct recon_diff *d, const struct recon_side_vie
 	json_t *o;
 	char when[40];
 	struct recon_buf origin;
-	char key[1100];
+	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
 
 	if (!v->present)
 		return json_null();
@@ -58,7 +58,7 @@ char *recon_report_diff_json(const struct recon_job *job, const struct recon_dif
 			     const char *up_name, const char *local_name)
 {
 	json_t *o = json_object();
-	char key[1100];
+	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
 	char *s;
 
 	(void)job;

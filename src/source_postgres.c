@@ -59,8 +59,10 @@ struct pg_source {
 	PGconn *conn;
 	const struct recon_side *side;
 	PGresult *res;	 /* the row handed out last; cleared by the next call */
-	PGresult *first; /* the scan's first result, taken at open (errors show there) */
-	bool busy;	 /* a query is in flight: PQgetResult() until NULL */
+	PGresult *first; /* a lookup's first result */
+	bool busy;	 /* a single-row-mode query is in flight: PQgetResult() until NULL */
+	bool cursor;	 /* the window scan: a cursor fetched SCAN_BATCH rows at a time */
+	int ri, nt;	 /* next row of the batch in res, and the batch's size */
 	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
 	Oid coltype[RECON_COL__COUNT];
 	Oid keytype[RECON_KEY_PARTS_MAX];
@@ -69,6 +71,15 @@ struct pg_source {
 	struct recon_buf scratch;
 	struct recon_raw_row row;
 };
+
+/*
+ * The window is scanned through a cursor (DECLARE takes the bound window
+ * parameters; COPY cannot), fetched in batches: one result per SCAN_BATCH
+ * rows instead of one per row, and memory bounded by a batch.
+ */
+#define SCAN_BATCH 8192
+#define RECON_XSTR(x) #x
+#define RECON_STR(x)  RECON_XSTR(x)
 
 static bool is_amount(int c)
 {
@@ -206,6 +217,33 @@ static int finish(struct pg_source *s, struct recon_err *err)
 	return rc;
 }
 
+/* The next batch of the window scan into s->res; the cursor ends on an empty batch. */
+static int fetch_batch(struct pg_source *s, struct recon_err *err)
+{
+	static const char fetch[] = "FETCH FORWARD " RECON_STR(SCAN_BATCH) " FROM recon_scan_cur";
+
+	PQclear(s->res);
+	s->ri = s->nt = 0;
+	s->res = PQexec(s->conn, fetch);
+	if (PQresultStatus(s->res) != PGRES_TUPLES_OK) {
+		char what[128];
+		snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+		fail_res(s, err, what, s->res);
+		PQclear(s->res);
+		s->res = NULL;
+		s->cursor = false; /* the connection or transaction is unusable now */
+		return RECON_EUNAVAIL;
+	}
+	s->nt = PQntuples(s->res);
+	if (!s->nt) {
+		PQclear(s->res);
+		s->res = NULL;
+		s->cursor = false;
+		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
+	}
+	return 0;
+}
+
 static int pg_open(struct recon_source **out, const struct recon_side *side,
 		   const struct recon_window *win, struct recon_err *err)
 {
@@ -217,7 +255,8 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	PGresult *res = NULL, *desc = NULL;
 	struct recon_buf sql;
 	const char *dsn, *bind[2];
-	char *perr = NULL, lo[40], hi[40];
+	char *perr = NULL, *scan_sql = NULL, lo[40], hi[40];
+	Oid scan_types[2] = {0, 0};
 	int rc = 0;
 
 	recon_buf_init(&sql);
@@ -284,6 +323,9 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 			s->coltype[c] = PQftype(desc, s->colidx[c]);
 	if ((rc = bounds(s, PQparamtype(desc, 0), win, lo, hi, sizeof(lo), err)) < 0)
 		goto out;
+	scan_types[0] = PQparamtype(desc, 0);
+	scan_types[1] = PQparamtype(desc, 1);
+	scan_sql = recon_xstrdup(sql.s);
 	PQclear(desc);
 	desc = NULL;
 
@@ -300,24 +342,27 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 
 	bind[0] = lo;
 	bind[1] = hi;
-	if ((rc = start_query(s, "recon_scan", 2, bind, err)) < 0)
-		goto out;
-	/*
-	 * Wait for the first row (or the end): privileges are checked when the
-	 * statement runs, not when it is prepared, and a source that cannot be
-	 * read must fail at open.
-	 */
-	s->first = PQgetResult(s->conn);
-	if (!s->first || (PQresultStatus(s->first) != PGRES_SINGLE_TUPLE &&
-			  PQresultStatus(s->first) != PGRES_TUPLES_OK)) {
+	recon_buf_reset(&sql);
+	recon_buf_addf(&sql, "DECLARE recon_scan_cur NO SCROLL CURSOR FOR %s", scan_sql);
+	res = PQexecParams(s->conn, sql.s, 2, scan_types, bind, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		char what[128];
 		snprintf(what, sizeof(what), "cannot read table '%s'", side->table);
-		rc = fail_res(s, err, what, s->first);
+		rc = fail_res(s, err, what, res);
 		goto out;
 	}
+	s->cursor = true;
+	/*
+	 * Fetch the first batch now: privileges are checked when the statement
+	 * runs, not when it is prepared, and a source that cannot be read must
+	 * fail at open.
+	 */
+	if ((rc = fetch_batch(s, err)) < 0)
+		goto out;
 	*out = &s->base;
 	s = NULL;
 out:
+	free(scan_sql);
 	PQclear(res);
 	PQclear(desc);
 	PQconninfoFree(opts);
@@ -328,6 +373,8 @@ out:
 	return rc;
 }
 
+static void fill_row(struct pg_source *s, const PGresult *res, int r);
+
 static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 		   struct recon_err *err)
 {
@@ -335,6 +382,18 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 	PGresult *res;
 	char what[128];
 
+	if (s->cursor) {
+		if (s->ri >= s->nt) {
+			int rc = fetch_batch(s, err);
+			if (rc < 0)
+				return rc;
+			if (!s->cursor)
+				return RECON_DONE;
+		}
+		fill_row(s, s->res, s->ri++);
+		*row = &s->row;
+		return RECON_ROW;
+	}
 	PQclear(s->res);
 	s->res = NULL;
 	if (!s->busy)
@@ -360,16 +419,24 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 		return RECON_EUNAVAIL;
 	}
 	s->res = res;
+	fill_row(s, res, 0);
+	*row = &s->row;
+	return RECON_ROW;
+}
+
+/* The raw row from row r of res (values borrowed from res). */
+static void fill_row(struct pg_source *s, const PGresult *res, int r)
+{
 	memset(&s->row, 0, sizeof(s->row));
 	for (int c = 0; c < RECON_COL__COUNT; c++) {
 		int i = s->colidx[c];
 		size_t len;
 		const char *v;
 
-		if (i < 0 || PQgetisnull(res, 0, i))
+		if (i < 0 || PQgetisnull(res, r, i))
 			continue;
-		v = PQgetvalue(res, 0, i);
-		len = (size_t)PQgetlength(res, 0, i);
+		v = PQgetvalue(res, r, i);
+		len = (size_t)PQgetlength(res, r, i);
 		if (s->coltype[c] == PG_BPCHAROID) /* char(n) pads with blanks that mean nothing */
 			while (len && v[len - 1] == ' ')
 				len--;
@@ -381,8 +448,6 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 		s->row.val[c] = v;
 		s->row.len[c] = len;
 	}
-	*row = &s->row;
-	return RECON_ROW;
 }
 
 /* True when s[0..n) is a decimal integer an integer column can take. */
@@ -411,6 +476,10 @@ static int pg_lookup(struct recon_source *src, const char *const *parts, const s
 	s->res = NULL;
 	PQclear(s->first);
 	s->first = NULL;
+	if (s->cursor) { /* a lookup before the scan ended: the rest is not needed */
+		s->cursor = false;
+		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
+	}
 	if ((rc = finish(s, err)) < 0)
 		return rc;
 	recon_buf_reset(&s->scratch);
