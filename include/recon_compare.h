@@ -139,6 +139,20 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f);
 size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const char ***keys,
 				     const uint32_t **lens);
 
+/*
+ * The statement of the window before settled `key` (a t1 statement owns every
+ * key it lists): a local-only row of it here, read through the margin before
+ * start, is context, not `extra`. Call before classify.
+ */
+void recon_compare_settle(struct recon_compare *cmp, const char *key, size_t len);
+/*
+ * After classify: calls fn for each key this window owned with both sides
+ * present whose local row lies in [end - margin, end): the next window reads
+ * those rows again through its margin and must not own them (see settle).
+ */
+void recon_compare_boundary_keys(struct recon_compare *cmp,
+				 void (*fn)(void *arg, const char *key, size_t len), void *arg);
+
 /* Classifies every owned key; fills counts and the sorted difference list. */
 void recon_compare_classify(struct recon_compare *cmp);
 

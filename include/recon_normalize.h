@@ -23,6 +23,7 @@
 /* Bits of recon_row.flags. */
 #define RECON_ROW_HAS_STATUS 0x1u /* status came from a status column (plain rows) */
 #define RECON_ROW_LOOKED_UP  0x2u /* found by a key lookup outside the read window */
+#define RECON_ROW_TIMED	     0x4u /* time parsed (also set on a row rejected later) */
 
 struct recon_row {
 	const char *key; /* arena, NUL-terminated */

@@ -104,6 +104,14 @@ RECON_MUSTCHECK int recon_state_record_diffs(struct recon_state *st, const char 
 RECON_MUSTCHECK int recon_state_watermark_get(struct recon_state *st, const char *job,
 					      const char *mode, int64_t *until,
 					      struct recon_err *err);
+/*
+ * Creates the (job, mode) watermark at `at` when there is none: the first
+ * real run of a job seeds it at its window's start, so a first run that fails
+ * holds the watermark there and later days cannot jump over it.
+ */
+RECON_MUSTCHECK int recon_state_watermark_seed(struct recon_state *st, const char *job,
+					       const char *mode, int64_t at, int64_t now,
+					       struct recon_err *err);
 /* Moves the watermark to max(current, until) and records the heartbeat row. */
 RECON_MUSTCHECK int recon_state_success(struct recon_state *st, const char *job, const char *mode,
 					int64_t until, int64_t run_id, int64_t now,
@@ -136,6 +144,17 @@ RECON_MUSTCHECK int recon_state_action(struct recon_state *st, int64_t run_id, c
 RECON_MUSTCHECK int recon_state_run_actions(struct recon_state *st, int64_t run_id,
 					    const char *actions_json, uint64_t retries,
 					    struct recon_err *err);
+
+/* Keys settled by the window ending at window_end (see recon_compare_settle). */
+RECON_MUSTCHECK int recon_state_boundary_load(struct recon_state *st, const char *job,
+					      const char *mode, int64_t window_end,
+					      void (*fn)(void *arg, const char *key, size_t len),
+					      void *arg, struct recon_err *err);
+/* Records them (idempotent); one transaction. */
+RECON_MUSTCHECK int recon_state_boundary_save(struct recon_state *st, const char *job,
+					      const char *mode, int64_t window_end,
+					      const char *const *keys, const size_t *lens, size_t n,
+					      struct recon_err *err);
 
 /* The raw SQLite handle, for read-only queries (cmd_query.c). Borrowed. */
 struct sqlite3 *recon_state_db(struct recon_state *st);

@@ -224,11 +224,13 @@ static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 
 	rc = recon_state_watermark_get(st, job->name, "t1", &wm, err);
 	if (rc < 0 && rc != RECON_ENOTFOUND)
-		return recon_err_exit_code(rc);
+		return fail(err);
 	have_wm = rc == 0;
 	if (date) {
-		if (recon_date_parse(date, &d, err) < 0)
+		if (recon_date_parse(date, &d, err) < 0) {
+			fail(err);
 			return 64;
+		}
 		*first = *last = d;
 		if (have_wm && !ctx->dry_run) {
 			struct recon_window win;
@@ -288,7 +290,7 @@ static int run_hot(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 			recon_tz_day_bounds(job->tz, recon_tz_day_of(job->tz, ctx->now), &wm, &end);
 		}
 	} else if (rc < 0) {
-		return recon_err_exit_code(rc);
+		return fail(err);
 	}
 	while (n < job->hot_max_windows) {
 		int64_t end = wm + job->hot_size_ms < limit ? wm + job->hot_size_ms : limit;
@@ -402,11 +404,8 @@ int recon_cmd_run(int argc, char **argv)
 	}
 	if (!rerun) {
 		code = plan_t1(&ctx, st, json, date, &first, &last, &err);
-		if (code >= 0) {
-			if (err.code)
-				fail(&err);
-			goto out;
-		}
+		if (code >= 0)
+			goto out; /* nothing to run, or an error plan_t1 already reported */
 		code = 0;
 	}
 	for (day = first; day <= last; day++) {

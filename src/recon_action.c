@@ -404,8 +404,8 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 				    (int)d->up.status)
 					writer_action(&a, &t);
 				else
-					note(&a, key, klass, RECON_ACT_TRANSITION, RECON_OUT_SKIPPED, 0,
-					     NULL);
+					note(&a, key, klass, RECON_ACT_TRANSITION,
+					     RECON_OUT_SKIPPED, 0, NULL);
 			}
 			break;
 		case RECON_CLASS_AMOUNT_MISMATCH:

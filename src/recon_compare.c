@@ -155,7 +155,8 @@ static void *store_alloc(struct store *s, size_t size, uint32_t *ref)
 	size_t off;
 
 	if (size > STORE_CHUNK - 8) { /* normalize bounds keys and ids far below this */
-		fprintf(stderr, "recon: compare: an item of %zu bytes does not fit a chunk\n", size);
+		fprintf(stderr, "recon: compare: an item of %zu bytes does not fit a chunk\n",
+			size);
 		abort();
 	}
 
@@ -262,6 +263,11 @@ struct part {
 	bool gone;    /* ...and no longer applies any: others may write the partition */
 };
 
+struct settled_key {
+	const char *key; /* compare arena */
+	size_t len;
+};
+
 struct recon_compare {
 	const struct recon_job *job;
 	struct recon_window win;
@@ -281,6 +287,8 @@ struct recon_compare {
 	struct recon_diff *diffs;
 	size_t ndiffs;
 	struct recon_compare_counts counts;
+	struct settled_key *settled; /* keys the previous window settled (sorted at classify) */
+	size_t nsettled, asettled;
 };
 
 /* 64-bit hash of a key, 8 bytes at a time, then a full avalanche (murmur3 fmix64). */
@@ -389,6 +397,34 @@ struct batch {
 	unsigned char data[256u << 10];
 };
 
+static int settled_cmp(const void *a, const void *b)
+{
+	const struct settled_key *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->key, y->key, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+void recon_compare_settle(struct recon_compare *cmp, const char *key, size_t len)
+{
+	struct settled_key *k;
+
+	recon_grow((void **)&cmp->settled, &cmp->asettled, cmp->nsettled + 1,
+		   sizeof(*cmp->settled));
+	k = &cmp->settled[cmp->nsettled++];
+	k->key = recon_arena_strndup(&cmp->arena, key, len);
+	k->len = len;
+}
+
+static bool is_settled(const struct recon_compare *cmp, const char *key, size_t len)
+{
+	struct settled_key probe = {key, len};
+
+	return cmp->nsettled &&
+	       bsearch(&probe, cmp->settled, cmp->nsettled, sizeof(*cmp->settled), settled_cmp);
+}
+
 void recon_compare_free(struct recon_compare *cmp)
 {
 	if (!cmp)
@@ -418,6 +454,7 @@ void recon_compare_free(struct recon_compare *cmp)
 	free(cmp->pend_keys);
 	free(cmp->pend_lens);
 	free(cmp->diffs);
+	free(cmp->settled);
 	free(cmp);
 }
 
@@ -1538,6 +1575,8 @@ void recon_compare_classify(struct recon_compare *cmp)
 	memset(&cmp->counts, 0, sizeof(cmp->counts));
 	free(cmp->diffs);
 	cmp->diffs = NULL;
+	if (cmp->nsettled)
+		qsort(cmp->settled, cmp->nsettled, sizeof(*cmp->settled), settled_cmp);
 	FOR_EACH_REC(cmp, r, {
 		const struct keyent *k;
 		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
@@ -1552,7 +1591,8 @@ void recon_compare_classify(struct recon_compare *cmp)
 		k = view(cmp, r, &tmp);
 		if (!k->n_up && !k->n_local)
 			continue;
-		if (!owned(cmp, k)) {
+		/* a local-only key the previous window's statement already settled */
+		if (!owned(cmp, k) || (!k->n_up && is_settled(cmp, r->key, r->key_len))) {
 			r->klass = -1;
 			cmp->counts.rows_other[0] += k->n_up;
 			cmp->counts.rows_other[1] += k->n_local;
@@ -1616,4 +1656,20 @@ int recon_compare_key_class(const struct recon_compare *cmp, const char *key, si
 	const struct krec *r = find_rec(cmp, key, len, key_hash(key, len));
 
 	return r ? r->klass : -1;
+}
+
+void recon_compare_boundary_keys(struct recon_compare *cmp,
+				 void (*fn)(void *arg, const char *key, size_t len), void *arg)
+{
+	const int64_t from = cmp->win.end - cmp->job->margin_ms;
+	struct keyent tmp;
+
+	FOR_EACH_REC(cmp, r, {
+		const struct keyent *k;
+		if (r->klass < 0 || (r->fl & (F_REJ_UP | F_REJ_LOC)))
+			continue;
+		k = view(cmp, r, &tmp);
+		if (k->n_up && k->n_local && k->local.time >= from && k->local.time < cmp->win.end)
+			fn(arg, r->key, r->key_len);
+	});
 }

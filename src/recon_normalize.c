@@ -116,6 +116,16 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	out->key = key;
 	out->key_len = (uint32_t)o;
 
+	/* time */
+	s = raw->val[RECON_COL_TIME];
+	len = raw->len[RECON_COL_TIME];
+	if (!s)
+		return field_err(err, RECON_COL_TIME, "empty time");
+	recon_err_init(&e);
+	if (recon_time_parse(s, len, side->tz, &out->time, &e) < 0)
+		return field_err(err, RECON_COL_TIME, "%s", e.msg);
+	out->flags |= RECON_ROW_TIMED; /* known even when a later field is rejected */
+
 	/* currency */
 	s = raw->val[RECON_COL_CURRENCY];
 	len = raw->len[RECON_COL_CURRENCY];
@@ -181,15 +191,6 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 		out->status = (uint8_t)v;
 		out->flags |= RECON_ROW_HAS_STATUS;
 	}
-
-	/* time */
-	s = raw->val[RECON_COL_TIME];
-	len = raw->len[RECON_COL_TIME];
-	if (!s)
-		return field_err(err, RECON_COL_TIME, "empty time");
-	recon_err_init(&e);
-	if (recon_time_parse(s, len, side->tz, &out->time, &e) < 0)
-		return field_err(err, RECON_COL_TIME, "%s", e.msg);
 
 	/* entry identity: refund id for refunds when mapped, else the transaction id */
 	enum recon_col idc = RECON_COL_TXN_ID;

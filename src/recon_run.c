@@ -229,9 +229,12 @@ static int drain(struct reader *rd, bool lookup, struct recon_err *err)
 		recon_arena_reset(&rd->scratch);
 		recon_err_init(&e);
 		rc = recon_normalize_row(side, raw, &rd->scratch, &row, &e);
-		if (rc == RECON_NORM_ROW && database && !lookup &&
+		/* beyond the read range (the pushed-down bound was widened): not this
+		   window's row, whether it reads cleanly or not */
+		if ((rc == RECON_NORM_ROW || (rc < 0 && (row.flags & RECON_ROW_TIMED))) &&
+		    database && !lookup &&
 		    (row.time < rd->win->read_start || row.time >= rd->win->read_end))
-			continue; /* beyond the read range: the pushed-down bound was widened */
+			continue;
 		rd->rows_read++;
 		if (rc == RECON_NORM_SKIPPED) {
 			rd->rows_skipped++;
@@ -453,6 +456,33 @@ static void note_error(struct recon_run_summary *sum, const struct recon_err *er
 	sum->exit_code = recon_err_exit_code(err->code);
 }
 
+static void settle_one(void *arg, const char *key, size_t len)
+{
+	recon_compare_settle(arg, key, len);
+}
+
+/* Keys a day settled near its end, collected for the state store (borrowed from the compare). */
+struct boundary {
+	const char **keys;
+	size_t *lens;
+	size_t n, alloc;
+};
+
+static void boundary_one(void *arg, const char *key, size_t len)
+{
+	struct boundary *b = arg;
+
+	if (b->n >= b->alloc) {
+		size_t a = b->alloc;
+		recon_grow((void **)&b->keys, &a, b->n + 1, sizeof(*b->keys));
+		b->lens = recon_xrealloc(b->lens, recon_st_mult(a, sizeof(*b->lens)));
+		b->alloc = a;
+	}
+	b->keys[b->n] = key;
+	b->lens[b->n] = len;
+	b->n++;
+}
+
 int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		     const struct recon_window *win, struct recon_run_summary *sum,
 		     struct recon_err *err)
@@ -467,7 +497,7 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	bool readers_live = false;
 	atomic_bool stop;
 	char date[16], config_sha[65], up_sha[65], local_sha[65];
-	bool rejects_stored = false;
+	bool rejects_stored = false, statement = false;
 	const struct recon_diff *diffs;
 	char **json = NULL;
 	size_t ndiffs = 0;
@@ -492,10 +522,14 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	};
 	if ((rc = recon_state_run_begin(st, &info, &sum->run_id, err)) < 0)
 		goto fail_unrecorded;
+	if (!ctx->dry_run &&
+	    (rc = recon_state_watermark_seed(st, job->name, recon_mode_name(ctx->mode), win->start,
+					     ctx->now, err)) < 0)
+		goto fail;
+	statement = job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1;
 
 	/* a t1 statement file is its day's window; in hot windows entry times decide */
-	cmp = recon_compare_new(job, win, ctx->now,
-				job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1);
+	cmp = recon_compare_new(job, win, ctx->now, statement);
 	atomic_init(&stop, false);
 	reader_init(&rds[RECON_SIDE_UPSTREAM], win, cmp, &job->upstream, RECON_SIDE_UPSTREAM,
 		    &stop);
@@ -512,8 +546,22 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	reader_merge(&rds[RECON_SIDE_LOCAL], &rejects, sum);
 	if (rc < 0)
 		goto fail;
+	/* the previous day's statement settled keys whose local rows we read again */
+	if (statement && (rc = recon_state_boundary_load(st, job->name, recon_mode_name(ctx->mode),
+							 win->start, settle_one, cmp, err)) < 0)
+		goto fail;
 	recon_compare_classify(cmp);
 	sum->counts = *recon_compare_counts(cmp);
+	if (statement) {
+		struct boundary b = {0};
+		recon_compare_boundary_keys(cmp, boundary_one, &b);
+		rc = recon_state_boundary_save(st, job->name, recon_mode_name(ctx->mode), win->end,
+					       b.keys, b.lens, b.n, err);
+		free(b.keys);
+		free(b.lens);
+		if (rc < 0)
+			goto fail;
+	}
 
 	rejects_stored = true;
 	if (rejects.n &&
@@ -613,8 +661,17 @@ record:
 					      sum->run_id, ctx->now, sum->duration_ms, err)) < 0 ||
 		    (job->heartbeat_path &&
 		     (rc = recon_heartbeat_write(st, job->name, job->heartbeat_path, err)) < 0)) {
+			struct recon_err e3;
 			sum->success = false;
 			note_error(sum, err);
+			/* the run row said success: it must not outlive this failure */
+			res.outcome = "failed";
+			res.exit_code = sum->exit_code;
+			res.error = sum->error;
+			recon_err_init(&e3);
+			if (recon_state_run_finish(st, sum->run_id, &res, &e3) < 0)
+				recon_log(RECON_LOG_ERROR, "cannot record the run's failure: %s",
+					  e3.msg);
 		}
 	}
 	goto out;

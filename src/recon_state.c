@@ -712,3 +712,94 @@ int recon_state_batch_end(struct recon_state *st, struct recon_err *err)
 {
 	return exec(st, "COMMIT", err);
 }
+
+int recon_state_boundary_load(struct recon_state *st, const char *job, const char *mode,
+			      int64_t window_end,
+			      void (*fn)(void *arg, const char *key, size_t len), void *arg,
+			      struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0, s;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT key FROM boundary_keys WHERE job = ? AND mode = ? AND "
+			       "window_end_ms = ?",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot read boundary keys");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, window_end);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW)
+		fn(arg, (const char *)sqlite3_column_blob(q, 0),
+		   (size_t)sqlite3_column_bytes(q, 0));
+	if (s != SQLITE_DONE)
+		rc = db_err(st, err, "cannot read boundary keys");
+out:
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int recon_state_boundary_save(struct recon_state *st, const char *job, const char *mode,
+			      int64_t window_end, const char *const *keys, const size_t *lens,
+			      size_t n, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
+		return rc;
+	if (sqlite3_prepare_v2(
+		st->db,
+		"INSERT OR IGNORE INTO boundary_keys (job, mode, window_end_ms, key) "
+		"VALUES (?, ?, ?, ?)",
+		-1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot record boundary keys");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 3, window_end);
+		sqlite3_bind_text(q, 4, keys[i], (int)lens[i], SQLITE_STATIC);
+		if (sqlite3_step(q) != SQLITE_DONE) {
+			rc = db_err(st, err, "cannot record boundary keys");
+			goto out;
+		}
+	}
+	rc = exec(st, "COMMIT", err);
+out:
+	sqlite3_finalize(q);
+	if (rc < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int recon_state_watermark_seed(struct recon_state *st, const char *job, const char *mode,
+			       int64_t at, int64_t now, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO watermarks (job, mode, reconciled_until_ms, run_id, "
+			       "updated_at_ms) VALUES (?, ?, ?, 0, ?) ON CONFLICT (job, mode) "
+			       "DO NOTHING",
+			       -1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot seed the watermark");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, at);
+	sqlite3_bind_int64(q, 4, now);
+	if (sqlite3_step(q) != SQLITE_DONE)
+		rc = db_err(st, err, "cannot seed the watermark");
+out:
+	sqlite3_finalize(q);
+	return rc;
+}

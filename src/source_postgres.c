@@ -77,7 +77,7 @@ struct pg_source {
  * parameters; COPY cannot), fetched in batches: one result per SCAN_BATCH
  * rows instead of one per row, and memory bounded by a batch.
  */
-#define SCAN_BATCH 8192
+#define SCAN_BATCH    8192
 #define RECON_XSTR(x) #x
 #define RECON_STR(x)  RECON_XSTR(x)
 

@@ -746,9 +746,10 @@ static void test_source_postgres_connection_lost_mid_stream(void **state)
 	recon_err_init(&err);
 	while (n < 1000 && (rc = recon_source_next(src, &row, &err)) == RECON_ROW)
 		n++;
-	killed = sql_value(fx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-			       "WHERE application_name = 'recon' AND pid <> pg_backend_pid() "
-			       "AND (query LIKE '%" BIG_TABLE "%' OR query LIKE '%recon_scan_cur%')");
+	killed =
+	    sql_value(fx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+			  "WHERE application_name = 'recon' AND pid <> pg_backend_pid() "
+			  "AND (query LIKE '%" BIG_TABLE "%' OR query LIKE '%recon_scan_cur%')");
 	assert_string_equal(killed, "1");
 	free(killed);
 	while ((rc = recon_source_next(src, &row, &err)) == RECON_ROW)

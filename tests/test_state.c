@@ -253,11 +253,12 @@ static void test_state_open_creates_and_migrates(void **state)
 	open_rw(fx);
 	assert_int_equal(stat(fx->path, &sb), 0);
 	assert_true(S_ISREG(sb.st_mode));
-	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 2);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 3);
 	assert_string_equal(q_text(fx->st, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
 	for (const char *const *t =
 		 (const char *const[]){"runs", "run_differences", "differences", "rejects",
-				       "watermarks", "heartbeats", "tickets", "actions", NULL};
+				       "watermarks", "heartbeats", "tickets", "actions",
+				       "boundary_keys", NULL};
 	     *t; t++) {
 		char sql[128];
 		snprintf(sql, sizeof(sql),
@@ -277,10 +278,10 @@ static void test_state_reopen_idempotent(void **state)
 	open_rw(fx);
 	id = begin_run(fx, D16, D17, false, D17 + HOUR);
 	open_rw(fx);
-	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 2);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 3);
 	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM runs"), 1);
 	open_rw(fx);
-	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 2);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 3);
 	assert_int_equal(begin_run(fx, D16, D17, false, D17 + HOUR), id + 1);
 }
 

@@ -49,6 +49,14 @@ expect_exit 0 "t1 without --date fills the gap" "$RECON" run --job "$JOB" --json
 check "two days run, oldest first" \
 	test "$(sed 's/.*"date":"\([0-9-]*\)".*/\1/' "$WORK/out" | tr '\n' ' ')" = "2024-01-17 2024-01-18 "
 check "t1 watermark at the end of yesterday" test "$(wm t1)" = "$(ms 2024-01-18T16:00:00Z)"
+# ORD-1016 (created 23:59:45, paid 23:59:50 on the 16th) was settled by the 16th's
+# statement: the 17th reads its local row through the margin but must not call it extra;
+# ORD-1012 (created 23:56 on the 16th, never paid) is the 17th's to call extra
+d17=$(sql "SELECT id FROM runs WHERE mode = 't1' AND business_date = '2024-01-17' ORDER BY id DESC LIMIT 1")
+check "a key settled by the previous day's statement is not extra the next day" \
+	test "$(sql "SELECT count(*) FROM run_differences WHERE run_id = $d17 AND key = 'ORD-1016'")" = 0
+check "a key no statement settled is extra in the window owning it" \
+	test "$(sql "SELECT class FROM run_differences WHERE run_id = $d17 AND key = 'ORD-1012'")" = extra
 expect_exit 0 "t1 when up to date" "$RECON" run --job "$JOB"
 check "up to date says so" grep -q "t1 is up to date" "$WORK/out"
 expect_exit 0 "a reconciled day is not run again" "$RECON" run --job "$JOB" --date 2024-01-17

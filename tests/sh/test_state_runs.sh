@@ -19,7 +19,8 @@ check "a dry run leaves the ledger alone" test "$(sql 'SELECT count(*) FROM diff
 mv "$WORK/ex/statements/2024-01-16.csv" "$WORK/stmt.csv"
 expect_exit 69 "a missing statement fails the run" "$RECON" run --job "$JOB" --date 2024-01-16
 check "the failure names the file" grep -q "cannot open '.*2024-01-16.csv'" "$WORK/err"
-check "a failed run moves no watermark" test "$(sql 'SELECT count(*) FROM watermarks')" = 0
+check "a failed run moves no watermark: it stays at the day's start" \
+	test "$(sql "SELECT reconciled_until_ms FROM watermarks WHERE mode = 't1'")" = 1705334400000
 check "a failed run is recorded" \
 	test "$(sql "SELECT outcome FROM runs ORDER BY id DESC LIMIT 1")" = failed
 mv "$WORK/stmt.csv" "$WORK/ex/statements/2024-01-16.csv"
