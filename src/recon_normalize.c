@@ -45,45 +45,14 @@ static int field_err(struct recon_err *err, enum recon_col col, const char *fmt,
 	return RECON_EVALUE;
 }
 
-int recon_normalize_row(const struct recon_side *side, const struct recon_raw_row *raw,
-			struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
+/* The key: parts trimmed, non-empty, no control characters, joined by RECON_KEY_SEP. */
+static int join_key(const struct recon_side *side, const struct recon_raw_row *raw,
+		    struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
 {
-	const bool upstream = side->role[0] == 'u';
-	const char *s;
-	size_t len, total = 0;
-	char shown[RECON_QUOTE_BUF];
-	int exponent, v;
-	enum recon_col amount_col;
-	struct recon_err e;
+	const char *part[RECON_KEY_PARTS_MAX], *s;
+	size_t plen[RECON_KEY_PARTS_MAX], len, total = 0, o = 0;
+	char shown[RECON_QUOTE_BUF], *key;
 
-	memset(out, 0, sizeof(*out));
-	out->line = raw->line;
-	if (raw->reject)
-		return recon_err_set(err, RECON_EVALUE, "row", "%s", raw->reject);
-
-	/* entry kind first: keyless lines (fees, payouts) carry no key */
-	out->entry = RECON_ENTRY_PAYMENT;
-	if (upstream && side->cols[RECON_COL_ENTRY_TYPE]) {
-		s = raw->val[RECON_COL_ENTRY_TYPE];
-		len = raw->len[RECON_COL_ENTRY_TYPE];
-		if (s)
-			trim(side, &s, &len);
-		if (!s || !len)
-			return field_err(err, RECON_COL_ENTRY_TYPE, "empty entry type");
-		v = recon_map_get(&side->entry_types, s, len);
-		if (v < 0) {
-			show(s, len, shown, sizeof(shown));
-			return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'",
-					 shown);
-		}
-		if (v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
-			return RECON_NORM_SKIPPED;
-		out->entry = (uint8_t)v;
-	}
-
-	/* key: parts trimmed, non-empty, no control characters, joined by RECON_KEY_SEP */
-	const char *part[RECON_KEY_PARTS_MAX];
-	size_t plen[RECON_KEY_PARTS_MAX];
 	for (unsigned i = 0; i < side->nkey; i++) {
 		enum recon_col c = (enum recon_col)(RECON_COL_KEY0 + i);
 		s = raw->val[c];
@@ -104,8 +73,7 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 		plen[i] = len;
 		total += len + (i ? 1 : 0);
 	}
-	char *key = recon_arena_alloc(arena, total + 1);
-	size_t o = 0;
+	key = recon_arena_alloc(arena, total + 1);
 	for (unsigned i = 0; i < side->nkey; i++) {
 		if (i)
 			key[o++] = RECON_KEY_SEP;
@@ -115,6 +83,51 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	key[o] = '\0';
 	out->key = key;
 	out->key_len = (uint32_t)o;
+	return 0;
+}
+
+int recon_normalize_row(const struct recon_side *side, const struct recon_raw_row *raw,
+			struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
+{
+	const bool upstream = side->role[0] == 'u';
+	const char *s;
+	size_t len;
+	char shown[RECON_QUOTE_BUF];
+	int exponent, v;
+	enum recon_col amount_col;
+	struct recon_err e;
+
+	memset(out, 0, sizeof(*out));
+	out->line = raw->line;
+	if (raw->reject)
+		return recon_err_set(err, RECON_EVALUE, "row", "%s", raw->reject);
+
+	/* entry kind first: keyless lines (fees, payouts) carry no key */
+	out->entry = RECON_ENTRY_PAYMENT;
+	if (upstream && side->cols[RECON_COL_ENTRY_TYPE]) {
+		s = raw->val[RECON_COL_ENTRY_TYPE];
+		len = raw->len[RECON_COL_ENTRY_TYPE];
+		if (s)
+			trim(side, &s, &len);
+		if (!s || !len || (v = recon_map_get(&side->entry_types, s, len)) < 0) {
+			/* rejected, but its key (when readable) must stay unclassified */
+			struct recon_err ke;
+			recon_err_init(&ke);
+			if (join_key(side, raw, arena, out, &ke) < 0)
+				out->key = NULL;
+			if (!s || !len)
+				return field_err(err, RECON_COL_ENTRY_TYPE, "empty entry type");
+			show(s, len, shown, sizeof(shown));
+			return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'",
+					 shown);
+		}
+		if (v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
+			return RECON_NORM_SKIPPED;
+		out->entry = (uint8_t)v;
+	}
+
+	if ((v = join_key(side, raw, arena, out, err)) < 0)
+		return v;
 
 	/* time */
 	s = raw->val[RECON_COL_TIME];

@@ -440,6 +440,11 @@ static void test_normalize_unknown_entry_type(void **state)
 	norm_reject(fx, up, "entry_type", "empty entry type", 0);
 	set(fx, RECON_COL_ENTRY_TYPE, NULL);
 	norm_reject(fx, up, "entry_type", "empty entry type", 0);
+	/* the rejected row still names its key, so the compare leaves that key unclassified */
+	set(fx, RECON_COL_ENTRY_TYPE, "dispute");
+	norm_reject(fx, up, "entry_type", "unknown entry type 'dispute'", 0);
+	assert_non_null(fx->row.key);
+	assert_key(&fx->row, "ORD-1");
 }
 
 /* A currency column: case-insensitive ISO code, its exponent applies; unknown ones are rejects. */
