@@ -334,8 +334,14 @@ static uint64_t csv_rows_estimate(const struct recon_side *side, const struct re
 	len = strlen(path);
 	if (len >= 4 && !strcmp(path + len - 4, ".zip"))
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
+	/*
+	 * Regular files only: opening a FIFO (a statement streamed in) would block
+	 * for a writer, then consume the data the real read needs.
+	 */
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		goto out;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		goto out;
 	buf = recon_xmalloc(sample);
 	n = read(fd, buf, sample);
