@@ -344,6 +344,7 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	bind[1] = hi;
 	recon_buf_reset(&sql);
 	recon_buf_addf(&sql, "DECLARE recon_scan_cur NO SCROLL CURSOR FOR %s", scan_sql);
+	PQclear(res); /* the BEGIN's */
 	res = PQexecParams(s->conn, sql.s, 2, scan_types, bind, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		char what[128];
