@@ -198,7 +198,7 @@ int recon_cmd_status(int argc, char **argv)
 	struct recon_err err;
 	sqlite3 *db;
 	sqlite3_stmt *q = NULL;
-	json_t *out = NULL, *modes, *open;
+	json_t *out = NULL, *modes, *open, *recent;
 	int code = 0, s;
 
 	recon_err_init(&err);
@@ -311,6 +311,41 @@ int recon_cmd_status(int argc, char **argv)
 		json_object_set_new(open, (const char *)sqlite3_column_text(q, 0),
 				    json_integer(sqlite3_column_int64(q, 1)));
 	json_object_set_new(out, "open_differences", open);
+	sqlite3_finalize(q);
+	q = NULL;
+	/* recent runs with the hashes of what they read: identical inputs show as equal */
+	recent = json_array();
+	json_object_set_new(out, "recent_runs", recent);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, mode, business_date, outcome, dry_run, upstream_sha256, "
+			       "local_sha256, config_sha256 FROM runs WHERE job = ? "
+			       "ORDER BY id DESC LIMIT 10",
+			       -1, &q, NULL) != SQLITE_OK) {
+		code = db_fail(db, "cannot read runs");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		json_t *r = json_object();
+		json_object_set_new(r, "run_id", json_integer(sqlite3_column_int64(q, 0)));
+		json_object_set_new(r, "mode",
+				    json_string((const char *)sqlite3_column_text(q, 1)));
+		json_object_set_new(r, "date",
+				    json_string((const char *)sqlite3_column_text(q, 2)));
+		json_object_set_new(r, "outcome",
+				    json_string((const char *)sqlite3_column_text(q, 3)));
+		json_object_set_new(r, "dry_run", json_boolean(sqlite3_column_int(q, 4)));
+		for (int i = 0; i < 3; i++) {
+			static const char *const names[] = {"upstream_sha256", "local_sha256",
+							    "config_sha256"};
+			json_object_set_new(
+			    r, names[i],
+			    sqlite3_column_type(q, 5 + i) == SQLITE_NULL
+				? json_null()
+				: json_string((const char *)sqlite3_column_text(q, 5 + i)));
+		}
+		json_array_append_new(recent, r);
+	}
 
 	if (json) {
 		char *text = json_dumps(out, JSON_PRESERVE_ORDER | JSON_COMPACT);
@@ -357,6 +392,26 @@ int recon_cmd_status(int argc, char **argv)
 			       (long long)json_integer_value(
 				   json_object_get(open, recon_class_name((enum recon_class)c))),
 			       c + 1 < RECON_CLASS__COUNT ? ", " : "\n");
+		printf("recent runs (input SHA-256, first 12 hex digits)\n");
+		printf("  %6s %-4s %-10s %-9s %-12s %-12s %-12s\n", "RUN", "MODE", "DATE",
+		       "OUTCOME", "UPSTREAM", "LOCAL", "CONFIG");
+		for (size_t i = 0; i < json_array_size(recent); i++) {
+			json_t *r = json_array_get(recent, i);
+			char h[3][13];
+			for (int k = 0; k < 3; k++) {
+				static const char *const names[] = {
+				    "upstream_sha256", "local_sha256", "config_sha256"};
+				json_t *v = json_object_get(r, names[k]);
+				snprintf(h[k], sizeof(h[k]), "%.12s",
+					 json_is_string(v) ? json_string_value(v) : "-");
+			}
+			printf("  %6lld %-4s %-10s %-9s %-12s %-12s %-12s%s\n",
+			       (long long)json_integer_value(json_object_get(r, "run_id")),
+			       json_string_value(json_object_get(r, "mode")),
+			       json_string_value(json_object_get(r, "date")),
+			       json_string_value(json_object_get(r, "outcome")), h[0], h[1], h[2],
+			       json_is_true(json_object_get(r, "dry_run")) ? " (dry run)" : "");
+		}
 	}
 	if (fflush(stdout) != 0)
 		code = 1;

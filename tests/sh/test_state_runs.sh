@@ -12,6 +12,10 @@ check "two dry runs print byte-identical differences" cmp -s "$WORK/d1" "$WORK/d
 check "the differences are the six classes" \
 	test "$(sed 's/.*"class":"\([a-z_]*\)".*/\1/' "$WORK/d1" | LC_ALL=C sort | tr '\n' ' ')" = \
 	"amount_mismatch duplicate extra missing status_mismatch stuck "
+"$RECON" status --job "$JOB" > "$WORK/status0"
+check "status shows the two runs read identical inputs (same SHA-256)" \
+	test "$(grep -cE '^ +[12] t1 +2024-01-16 success +[0-9a-f]{12} ' "$WORK/status0")" = 2 -a \
+	"$(grep -E '^ +[12] t1 ' "$WORK/status0" | awk '{print $5}' | sort -u | wc -l)" = 1
 check "a dry run moves no watermark" test "$(sql 'SELECT count(*) FROM watermarks')" = 0
 check "a dry run writes no heartbeat" test ! -e "$WORK/ex/state/recon.prom"
 check "a dry run leaves the ledger alone" test "$(sql 'SELECT count(*) FROM differences')" = 0
