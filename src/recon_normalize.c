@@ -225,10 +225,27 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 
 char *recon_key_display(const char *key, size_t len, char *buf, size_t size)
 {
-	size_t n = len < size - 1 ? len : size - 1;
+	/*
+	 * A composite key's parts may hold '|' themselves: escape it (and '\\')
+	 * there, so ("A|B", "C") and ("A", "B|C") stay different tickets. A
+	 * single-part key is shown as it is.
+	 */
+	const bool composite = memchr(key, RECON_KEY_SEP, len) != NULL;
+	size_t o = 0;
 
-	for (size_t i = 0; i < n; i++)
-		buf[i] = key[i] == RECON_KEY_SEP ? '|' : key[i];
-	buf[n] = '\0';
+	for (size_t i = 0; i < len && o + 1 < size; i++) {
+		char c = key[i];
+		if (c == RECON_KEY_SEP) {
+			buf[o++] = '|';
+		} else if (composite && (c == '|' || c == '\\')) {
+			if (o + 2 >= size)
+				break;
+			buf[o++] = '\\';
+			buf[o++] = c;
+		} else {
+			buf[o++] = c;
+		}
+	}
+	buf[o] = '\0';
 	return buf;
 }

@@ -194,6 +194,10 @@ static void test_normalize_composite_key(void **state)
 	/* truncated to the buffer, always terminated */
 	assert_string_equal(recon_key_display(fx->row.key, fx->row.key_len, small, sizeof(small)),
 			    "A1|");
+	/* a '|' inside a part is escaped, so two different keys never display alike */
+	assert_string_equal(recon_key_display("A|B" SEP "C", 5, buf, sizeof(buf)), "A\\|B|C");
+	assert_string_equal(recon_key_display("A" SEP "B|C", 5, buf, sizeof(buf)), "A|B\\|C");
+	assert_string_equal(recon_key_display("A|B", 3, buf, sizeof(buf)), "A|B");
 
 	set(fx, RECON_COL_KEY1, "  ");
 	norm_reject(fx, lo, "key[1]", "empty key 'biz_type'", 0);
