@@ -77,6 +77,22 @@ const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size
 /* Identifier quote character of the dialect: '"' or '`'. */
 char recon_writer_quote(const struct recon_writer *w);
 
+/*
+ * The writes behind the actions, one statement (or transaction) each, in the
+ * writer's dialect; *affected tells done (> 0) from already there (0).
+ * action_replay.c: the missing order and its idempotency record, one transaction.
+ * action_notify.c: recon_ticket, recon_outbox rows, the guarded transition.
+ */
+int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
+			const struct recon_diff *d, int64_t *affected, struct recon_err *err);
+int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
+			       const char *klass, const char *severity, int64_t run_id,
+			       const char *json, int64_t *affected, struct recon_err *err);
+int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
+			const char *json, int64_t *affected, struct recon_err *err);
+int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
+			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
+
 /* ---- retries ---- */
 
 struct recon_retry_policy {

@@ -52,6 +52,14 @@ RECON_MUSTCHECK int recon_normalize_row(const struct recon_side *side,
 					const struct recon_raw_row *raw, struct recon_arena *arena,
 					struct recon_row *out, struct recon_err *err);
 
+/*
+ * Splits a joined key into its nkey parts: copies key[0..len) into scratch
+ * (len + 1 bytes), ends each part with a NUL there, and points parts[i] /
+ * lens[i] at them (missing trailing parts are empty).
+ */
+void recon_key_split(const char *key, size_t len, unsigned nkey, char *scratch, const char **parts,
+		     size_t *lens);
+
 /* Writes the display form of a key ('|' between parts) into buf; returns buf. */
 char *recon_key_display(const char *key, size_t len, char *buf, size_t size);
 

@@ -11,6 +11,7 @@
 #ifndef RECON_SOURCE_H
 #define RECON_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,6 +84,13 @@ struct recon_buf;
  */
 unsigned recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
 				 int colidx[RECON_COL__COUNT]);
+
+/*
+ * True when p[0..n) is decimal integer text (optional sign, at most 19
+ * digits) that an integer key column can hold: database readers turn other
+ * keys into "no rows" instead of a type error that would abort the snapshot.
+ */
+bool recon_source_int_text(const char *p, size_t n);
 
 /* Thin wrappers. */
 RECON_MUSTCHECK int recon_source_open(struct recon_source **out, const struct recon_side *side,

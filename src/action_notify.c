@@ -13,14 +13,6 @@
 #include "recon_mem.h"
 #include "recon_normalize.h"
 
-int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
-			       const char *klass, const char *severity, int64_t run_id,
-			       const char *json, int64_t *affected, struct recon_err *err);
-int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
-			const char *json, int64_t *affected, struct recon_err *err);
-int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
-			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
-
 /* INSERT INTO table (cols...) VALUES (phs...) + the dialect's do-nothing-on-conflict. */
 static void insert_unique(struct recon_writer *w, struct recon_buf *sql, const char *table,
 			  const char *const *cols, int ncols, const char *const *unique,
@@ -95,7 +87,9 @@ int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
 	const struct recon_actions_cfg *a = &job->actions;
 	char q = recon_writer_quote(w), ph[16];
 	const char **params = NULL;
-	char *parts = recon_xstrndup(d->key, d->key_len), *p = parts;
+	char *parts = recon_xmalloc((size_t)d->key_len + 1);
+	const char *kp[RECON_KEY_PARTS_MAX];
+	size_t kl[RECON_KEY_PARTS_MAX];
 	struct recon_buf sql;
 	int np = 0, nfrom = 0, rc;
 
@@ -106,14 +100,11 @@ int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
 	params[np++] = a->transition_to;
 	recon_buf_addf(&sql, "UPDATE %c%s%c SET %c%s%c = %s WHERE ", q, l->table, q, q,
 		       l->cols[RECON_COL_STATUS], q, recon_writer_ph(w, 1, ph, sizeof(ph)));
+	recon_key_split(d->key, d->key_len, l->nkey, parts, kp, kl);
 	for (unsigned i = 0; i < l->nkey; i++) {
-		char *sep = strchr(p, RECON_KEY_SEP);
-		if (sep)
-			*sep = '\0';
-		params[np++] = p;
+		params[np++] = kp[i];
 		recon_buf_addf(&sql, "%c%s%c = %s AND ", q, l->cols[RECON_COL_KEY0 + i], q,
 			       recon_writer_ph(w, np, ph, sizeof(ph)));
-		p = sep ? sep + 1 : p + strlen(p);
 	}
 	/* the guard: only from the states the job allows, so a second run changes nothing */
 	recon_buf_addf(&sql, "%c%s%c IN (", q, l->cols[RECON_COL_STATUS], q);

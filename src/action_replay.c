@@ -20,9 +20,6 @@
 #include "recon_normalize.h"
 #include "recon_sha256.h"
 
-int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
-			const struct recon_diff *d, int64_t *affected, struct recon_err *err);
-
 /* "recon:<job>:replay:<key>", or a digest of it when longer than the column allows. */
 static void idem_key(const struct recon_job *job, const char *key, char *out, size_t size)
 {
@@ -61,6 +58,7 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 {
 	const struct recon_side *l = &job->local;
 	const char *params[RECON_KEY_PARTS_MAX + 4], *cols[RECON_KEY_PARTS_MAX];
+	size_t plens[RECON_KEY_PARTS_MAX];
 	const char *wrap = "%s", *status;
 	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160],
 	     key[RECON_KEY_PARTS_MAX * 1025 + 8];
@@ -79,19 +77,10 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 		goto out;
 	}
 	/* key parts */
-	parts = recon_xstrndup(d->key, d->key_len);
-	{
-		char *p = parts;
-		for (unsigned i = 0; i < l->nkey; i++) {
-			char *sep = strchr(p, RECON_KEY_SEP);
-			if (sep)
-				*sep = '\0';
-			params[np] = p;
-			cols[np] = l->cols[RECON_COL_KEY0 + i];
-			np++;
-			p = sep ? sep + 1 : p + strlen(p);
-		}
-	}
+	parts = recon_xmalloc((size_t)d->key_len + 1);
+	recon_key_split(d->key, d->key_len, l->nkey, parts, params, plens);
+	for (unsigned i = 0; i < l->nkey; i++)
+		cols[np++] = l->cols[RECON_COL_KEY0 + i];
 	recon_buf_addf(&sql, "INSERT INTO %c%s%c (", q, l->table, q);
 	for (int i = 0; i < np; i++) {
 		recon_buf_addf(&sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);

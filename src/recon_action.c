@@ -20,17 +20,6 @@
 #include "recon_normalize.h"
 #include "recon_state.h"
 
-/* Provided by action_replay.c and action_notify.c (family-internal). */
-int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
-			const struct recon_diff *d, int64_t *affected, struct recon_err *err);
-int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
-			       const char *klass, const char *severity, int64_t run_id,
-			       const char *json, int64_t *affected, struct recon_err *err);
-int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
-			const char *json, int64_t *affected, struct recon_err *err);
-int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
-			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
-
 static const char *const action_names[] = {"replay", "ticket", "repush", "transition", "alert"};
 static const char *const outcome_names[] = {"done", "already", "skipped", "would", "failed"};
 

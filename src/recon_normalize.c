@@ -223,6 +223,29 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	return RECON_NORM_ROW;
 }
 
+void recon_key_split(const char *key, size_t len, unsigned nkey, char *scratch, const char **parts,
+		     size_t *lens)
+{
+	unsigned i = 0;
+	size_t start = 0;
+
+	memcpy(scratch, key, len);
+	scratch[len] = '\0';
+	for (size_t j = 0; j <= len && i < nkey; j++) {
+		if (j == len || key[j] == RECON_KEY_SEP) {
+			scratch[j] = '\0';
+			parts[i] = scratch + start;
+			lens[i] = j - start;
+			i++;
+			start = j + 1;
+		}
+	}
+	for (; i < nkey; i++) {
+		parts[i] = scratch + len;
+		lens[i] = 0;
+	}
+}
+
 char *recon_key_display(const char *key, size_t len, char *buf, size_t size)
 {
 	/*

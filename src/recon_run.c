@@ -83,28 +83,6 @@ static void reject_add(struct rejects *r, const char *side, const char *origin,
 	x->raw = raw ? recon_arena_strndup(&r->arena, raw, raw_len > 1024 ? 1024 : raw_len) : NULL;
 }
 
-/* Splits a joined key into its parts (pointers into a scratch copy). */
-static void split_key(const char *key, size_t len, unsigned nkey, char *scratch, const char **parts,
-		      size_t *lens)
-{
-	unsigned i = 0;
-	size_t start = 0;
-
-	memcpy(scratch, key, len);
-	for (size_t j = 0; j <= len && i < nkey; j++) {
-		if (j == len || key[j] == RECON_KEY_SEP) {
-			parts[i] = scratch + start;
-			lens[i] = j - start;
-			i++;
-			start = j + 1;
-		}
-	}
-	for (; i < nkey; i++) {
-		parts[i] = scratch + len;
-		lens[i] = 0;
-	}
-}
-
 /* One side of the read phase. */
 struct reader {
 	const struct recon_window *win;
@@ -442,7 +420,7 @@ static int lookups(struct reader *rd, struct recon_err *err)
 			scratch_len = copy_lens[i] + 1;
 			scratch = recon_xrealloc(scratch, scratch_len);
 		}
-		split_key(copy[i], copy_lens[i], side->nkey, scratch, parts, plens);
+		recon_key_split(copy[i], copy_lens[i], side->nkey, scratch, parts, plens);
 		if ((rc = recon_source_lookup(src, parts, plens, err)) < 0 ||
 		    (rc = drain(rd, true, err)) < 0)
 			goto out;

@@ -74,3 +74,15 @@ unsigned recon_source_sql_select(const struct recon_side *side, char q, struct r
 	recon_buf_addf(sql, " FROM %c%s%c", q, side->table, q);
 	return (unsigned)n;
 }
+
+bool recon_source_int_text(const char *p, size_t n)
+{
+	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
+
+	if (i == n || n - i > 19)
+		return false;
+	for (; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}

@@ -41,6 +41,16 @@ static int exec(struct recon_state *st, const char *sql, struct recon_err *err)
 	return 0;
 }
 
+/* Ends a transaction begun with BEGIN IMMEDIATE: commits on success, else rolls back. */
+static int tx_end(struct recon_state *st, int rc, struct recon_err *err)
+{
+	if (rc == 0)
+		rc = exec(st, "COMMIT", err);
+	if (rc < 0)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 /* mkdir -p for the folder holding path. */
 static int make_parent(const char *path, struct recon_err *err)
 {
@@ -350,12 +360,9 @@ int recon_state_add_rejects(struct recon_state *st, int64_t run_id,
 			goto out;
 		}
 	}
-	rc = exec(st, "COMMIT", err);
 out:
 	sqlite3_finalize(q);
-	if (rc < 0)
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
+	return tx_end(st, rc, err);
 }
 
 /* Open ledger entries of the job whose key this window owns and no longer shows. */
@@ -459,13 +466,10 @@ int recon_state_record_diffs(struct recon_state *st, const char *job, int64_t ru
 	}
 	if (ledger && (rc = resolve(st, job, run_id, now, cmp, resolved, err)) < 0)
 		goto out;
-	rc = exec(st, "COMMIT", err);
 out:
 	sqlite3_finalize(run_q);
 	sqlite3_finalize(led_q);
-	if (rc < 0)
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
+	return tx_end(st, rc, err);
 }
 
 int recon_state_watermark_get(struct recon_state *st, const char *job, const char *mode,
@@ -571,13 +575,10 @@ int recon_state_success(struct recon_state *st, const char *job, const char *mod
 	}
 	if ((rc = extend_watermark(st, job, mode, err)) < 0)
 		goto out;
-	rc = exec(st, "COMMIT", err);
 out:
 	sqlite3_finalize(wm);
 	sqlite3_finalize(hb);
-	if (rc < 0)
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
+	return tx_end(st, rc, err);
 }
 
 /* ---- tickets and actions -------------------------------------------------- */
@@ -771,12 +772,9 @@ int recon_state_boundary_save(struct recon_state *st, const char *job, const cha
 			goto out;
 		}
 	}
-	rc = exec(st, "COMMIT", err);
 out:
 	sqlite3_finalize(q);
-	if (rc < 0)
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
+	return tx_end(st, rc, err);
 }
 
 int recon_state_watermark_seed(struct recon_state *st, const char *job, const char *mode,

@@ -421,19 +421,6 @@ static bool is_integer_type(enum enum_field_types t)
 	       t == MYSQL_TYPE_LONG || t == MYSQL_TYPE_LONGLONG;
 }
 
-/* True when p[0..n) is a decimal integer an integer column can hold. */
-static bool int_text(const char *p, size_t n)
-{
-	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
-
-	if (i == n || n - i > 19)
-		return false;
-	for (; i < n; i++)
-		if (p[i] < '0' || p[i] > '9')
-			return false;
-	return true;
-}
-
 static int my_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
 		     struct recon_err *err)
 {
@@ -456,7 +443,7 @@ static int my_lookup(struct recon_source *src, const char *const *parts, const s
 		 * such a key matches no row here instead of the wrong ones.
 		 */
 		if (is_integer_type(s->cols[s->colidx[RECON_COL_KEY0 + i]].type) &&
-		    !int_text(parts[i], lens[i]))
+		    !recon_source_int_text(parts[i], lens[i]))
 			return 0;
 		plen[i] = (unsigned long)lens[i];
 		params[i].buffer_type = MYSQL_TYPE_STRING;

@@ -451,19 +451,6 @@ static void fill_row(struct pg_source *s, const PGresult *res, int r)
 	}
 }
 
-/* True when s[0..n) is a decimal integer an integer column can take. */
-static bool int_text(const char *p, size_t n)
-{
-	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
-
-	if (i == n || n - i > 19)
-		return false;
-	for (; i < n; i++)
-		if (p[i] < '0' || p[i] > '9')
-			return false;
-	return true;
-}
-
 static int pg_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
 		     struct recon_err *err)
 {
@@ -493,7 +480,7 @@ static int pg_lookup(struct recon_source *src, const char *const *parts, const s
 		 */
 		if (memchr(parts[i], '\0', lens[i]) ||
 		    ((t == PG_INT2OID || t == PG_INT4OID || t == PG_INT8OID) &&
-		     !int_text(parts[i], lens[i])))
+		     !recon_source_int_text(parts[i], lens[i])))
 			return 0;
 		off[i] = s->scratch.len;
 		recon_buf_add(&s->scratch, parts[i], lens[i]);
