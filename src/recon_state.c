@@ -19,14 +19,51 @@
 extern const char *const recon_migrations[];
 extern const size_t recon_migrations_count;
 
+/* Statements run once per difference or action: prepared once per open store. */
+#define CACHED_MAX 8
+struct cached {
+	const char *sql; /* the static text: compared by address */
+	sqlite3_stmt *q;
+};
+
 struct recon_state {
 	sqlite3 *db;
 	char *path;
+	struct cached cache[CACHED_MAX];
 };
 
 static int db_err(struct recon_state *st, struct recon_err *err, const char *what)
 {
 	return recon_err_set(err, RECON_EIO, st->path, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+/*
+ * A prepared statement for sql (a string literal), reset and unbound, from
+ * the store's cache; NULL when it cannot be prepared. Not finalized by the
+ * caller.
+ */
+static sqlite3_stmt *cached(struct recon_state *st, const char *sql)
+{
+	size_t i;
+	sqlite3_stmt *q = NULL;
+
+	for (i = 0; i < CACHED_MAX && st->cache[i].sql; i++) {
+		if (st->cache[i].sql == sql) {
+			sqlite3_reset(st->cache[i].q);
+			sqlite3_clear_bindings(st->cache[i].q);
+			return st->cache[i].q;
+		}
+	}
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q, NULL) != SQLITE_OK)
+		return NULL;
+	if (i < CACHED_MAX) {
+		st->cache[i].sql = sql;
+		st->cache[i].q = q;
+		return q;
+	}
+	/* more distinct statements than slots: a programming error, caught by the tests */
+	sqlite3_finalize(q);
+	return NULL;
 }
 
 static int exec(struct recon_state *st, const char *sql, struct recon_err *err)
@@ -171,6 +208,8 @@ void recon_state_close(struct recon_state *st)
 {
 	if (!st)
 		return;
+	for (size_t i = 0; i < CACHED_MAX && st->cache[i].sql; i++)
+		sqlite3_finalize(st->cache[i].q);
 	sqlite3_close(st->db);
 	free(st->path);
 	free(st);
@@ -583,26 +622,24 @@ out:
 
 /* ---- tickets and actions -------------------------------------------------- */
 
+static const char ticket_ins_sql[] =
+    "INSERT INTO tickets (job, key, class, severity, opened_run, opened_at_ms, last_seen_run, "
+    "json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?7) ON CONFLICT (job, key, class) DO NOTHING";
+static const char ticket_upd_sql[] = "UPDATE tickets SET last_seen_run = ?4 WHERE job = ?1 AND "
+				     "key = ?2 AND class = ?3 AND last_seen_run < ?4";
+static const char action_sql[] = "INSERT INTO actions (run_id, key, class, action, outcome, "
+				 "attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?)";
+
 int recon_state_ticket(struct recon_state *st, const char *job, const char *key, const char *klass,
 		       const char *severity, int64_t run_id, int64_t now, const char *json,
 		       bool *opened, struct recon_err *err)
 {
-	sqlite3_stmt *ins = NULL, *upd = NULL;
+	sqlite3_stmt *ins, *upd;
 	int rc = 0;
 
 	*opened = false;
-	if (sqlite3_prepare_v2(st->db,
-			       "INSERT INTO tickets (job, key, class, severity, opened_run, "
-			       "opened_at_ms, last_seen_run, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-			       "?5, ?7) ON CONFLICT (job, key, class) DO NOTHING",
-			       -1, &ins, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(st->db,
-			       "UPDATE tickets SET last_seen_run = ?4 WHERE job = ?1 AND key = ?2 "
-			       "AND class = ?3 AND last_seen_run < ?4",
-			       -1, &upd, NULL) != SQLITE_OK) {
-		rc = db_err(st, err, "cannot record a ticket");
-		goto out;
-	}
+	if (!(ins = cached(st, ticket_ins_sql)) || !(upd = cached(st, ticket_upd_sql)))
+		return db_err(st, err, "cannot record a ticket");
 	sqlite3_bind_text(ins, 1, job, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 2, key, -1, SQLITE_STATIC);
 	sqlite3_bind_text(ins, 3, klass, -1, SQLITE_STATIC);
@@ -625,8 +662,11 @@ int recon_state_ticket(struct recon_state *st, const char *job, const char *key,
 	if (sqlite3_step(upd) != SQLITE_DONE)
 		rc = db_err(st, err, "cannot record a ticket");
 out:
-	sqlite3_finalize(ins);
-	sqlite3_finalize(upd);
+	/* the bound texts are the caller's: let go of them now */
+	sqlite3_reset(ins);
+	sqlite3_clear_bindings(ins);
+	sqlite3_reset(upd);
+	sqlite3_clear_bindings(upd);
 	return rc;
 }
 
@@ -634,17 +674,11 @@ int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, 
 		       const char *action, const char *outcome, int attempts, const char *error,
 		       struct recon_err *err)
 {
-	sqlite3_stmt *q = NULL;
+	sqlite3_stmt *q = cached(st, action_sql);
 	int rc = 0;
 
-	if (sqlite3_prepare_v2(
-		st->db,
-		"INSERT INTO actions (run_id, key, class, action, outcome, attempts, "
-		"error) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		-1, &q, NULL) != SQLITE_OK) {
-		rc = db_err(st, err, "cannot record an action");
-		goto out;
-	}
+	if (!q)
+		return db_err(st, err, "cannot record an action");
 	sqlite3_bind_int64(q, 1, run_id);
 	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 3, klass, -1, SQLITE_STATIC);
@@ -657,8 +691,8 @@ int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, 
 		sqlite3_bind_null(q, 7);
 	if (sqlite3_step(q) != SQLITE_DONE)
 		rc = db_err(st, err, "cannot record an action");
-out:
-	sqlite3_finalize(q);
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
 	return rc;
 }
 
