@@ -21,57 +21,190 @@ int recon_report_format_from_name(const char *name)
 	return -1;
 }
 
-static json_t *side_json(const struct recon_diff *d, const struct recon_side_view *v,
-			 const char *name, bool upstream)
-{
-	json_t *o;
-	char when[40];
-	struct recon_buf origin;
-	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
+/*
+ * The difference objects are written by hand, not through jansson: a run can
+ * record hundreds of thousands of them and building a json_t tree for each
+ * cost more than storing it. The text is what jansson's compact dump gives
+ * (tests/test_report.c holds the two side by side): '"', '\\' and control
+ * characters escaped ("\n" style where JSON has one, else "\u00XX"), UTF-8
+ * kept as is. Bytes that are not UTF-8 (a file name can hold any) become
+ * U+FFFD, where jansson would fail the whole object.
+ */
 
-	if (!v->present)
-		return json_null();
-	o = json_object();
-	recon_time_format_utc(v->time, when, sizeof(when));
-	recon_buf_init(&origin);
-	if (v->line && !v->looked_up)
-		recon_buf_addf(&origin, "%s:%llu", name, (unsigned long long)v->line);
-	else
-		recon_buf_addf(&origin, "%s:%s", name,
-			       recon_key_display(d->key, d->key_len, key, sizeof(key)));
-	json_object_set_new(o, "amount_minor", json_integer(v->amount));
-	json_object_set_new(o, "currency", json_string(v->currency));
-	json_object_set_new(o, "status", json_string(recon_status_name(v->status)));
-	json_object_set_new(o, "time", json_string(when));
-	json_object_set_new(o, "origin", json_stringn(origin.s, origin.len));
-	if (upstream) {
-		json_object_set_new(o, "refunded_minor", json_integer(v->refunded));
-		json_object_set_new(o, "entries", json_integer(v->rows));
+/* Length of the UTF-8 sequence at p (1-4), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+	size_t len;
+	unsigned cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
 	} else {
-		json_object_set_new(o, "rows", json_integer(v->rows));
+		return 0;
 	}
-	recon_buf_release(&origin);
-	return o;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fu);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* s[0..n) escaped for the inside of a JSON string. */
+static void add_esc(struct recon_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
+
+	recon_buf_grow(b, n + 2);
+	while (p < end) {
+		unsigned c = *p;
+		size_t l;
+		char esc[6];
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0x80 && (l = utf8_len(p, (size_t)(end - p))) > 0) {
+			p += l;
+			continue;
+		}
+		recon_buf_add(b, run, (size_t)(p - run));
+		switch (c) {
+		case '"':
+			recon_buf_add(b, "\\\"", 2);
+			break;
+		case '\\':
+			recon_buf_add(b, "\\\\", 2);
+			break;
+		case '\b':
+			recon_buf_add(b, "\\b", 2);
+			break;
+		case '\f':
+			recon_buf_add(b, "\\f", 2);
+			break;
+		case '\n':
+			recon_buf_add(b, "\\n", 2);
+			break;
+		case '\r':
+			recon_buf_add(b, "\\r", 2);
+			break;
+		case '\t':
+			recon_buf_add(b, "\\t", 2);
+			break;
+		default:
+			if (c < 0x20) {
+				memcpy(esc, "\\u00", 4);
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 15];
+				recon_buf_add(b, esc, 6);
+			} else {
+				recon_buf_add(b, "\xef\xbf\xbd", 3); /* not UTF-8: U+FFFD */
+			}
+			break;
+		}
+		run = ++p;
+	}
+	recon_buf_add(b, run, (size_t)(p - run));
+}
+
+static void add_str(struct recon_buf *b, const char *s, size_t n)
+{
+	recon_buf_addc(b, '"');
+	add_esc(b, s, n);
+	recon_buf_addc(b, '"');
+}
+
+static void add_int(struct recon_buf *b, int64_t v)
+{
+	char d[24];
+	size_t i = sizeof(d);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		d[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		d[--i] = '-';
+	recon_buf_add(b, d + i, sizeof(d) - i);
+}
+
+static void add_side(struct recon_buf *b, const struct recon_side_view *v, const char *name,
+		     const char *key, bool upstream)
+{
+	char when[40];
+
+	if (!v->present) {
+		recon_buf_add(b, "null", 4);
+		return;
+	}
+	recon_time_format_utc(v->time, when, sizeof(when));
+	recon_buf_adds(b, "{\"amount_minor\":");
+	add_int(b, v->amount);
+	recon_buf_adds(b, ",\"currency\":");
+	add_str(b, v->currency, strlen(v->currency));
+	recon_buf_adds(b, ",\"status\":\"");
+	recon_buf_adds(b, recon_status_name(v->status));
+	recon_buf_adds(b, "\",\"time\":\"");
+	recon_buf_adds(b, when);
+	recon_buf_adds(b, "\",\"origin\":\"");
+	/* "<name>:<line>" for a file row, "<name>:<key>" for a database row */
+	add_esc(b, name, strlen(name));
+	recon_buf_addc(b, ':');
+	if (v->line && !v->looked_up)
+		add_int(b, (int64_t)v->line);
+	else
+		add_esc(b, key, strlen(key));
+	recon_buf_addc(b, '"');
+	if (upstream) {
+		recon_buf_adds(b, ",\"refunded_minor\":");
+		add_int(b, v->refunded);
+		recon_buf_adds(b, ",\"entries\":");
+	} else {
+		recon_buf_adds(b, ",\"rows\":");
+	}
+	add_int(b, (int64_t)v->rows);
+	recon_buf_addc(b, '}');
 }
 
 char *recon_report_diff_json(const struct recon_job *job, const struct recon_diff *d,
 			     const char *up_name, const char *local_name)
 {
-	json_t *o = json_object();
 	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
-	char *s;
+	struct recon_buf b;
 
 	(void)job;
 	recon_key_display(d->key, d->key_len, key, sizeof(key));
-	json_object_set_new(o, "key", json_string(key));
-	json_object_set_new(o, "class", json_string(recon_class_name(d->klass)));
-	json_object_set_new(o, "upstream", side_json(d, &d->up, up_name, true));
-	json_object_set_new(o, "local", side_json(d, &d->local, local_name, false));
-	s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
-	json_decref(o);
-	if (!s) /* only on out-of-memory or invalid UTF-8 in a key, which normalize rejects */
-		s = recon_xstrdup("{}");
-	return s;
+	recon_buf_init(&b);
+	recon_buf_grow(&b, 400);
+	recon_buf_adds(&b, "{\"key\":");
+	add_str(&b, key, strlen(key));
+	recon_buf_adds(&b, ",\"class\":\"");
+	recon_buf_adds(&b, recon_class_name(d->klass));
+	recon_buf_adds(&b, "\",\"upstream\":");
+	add_side(&b, &d->up, up_name, key, true);
+	recon_buf_adds(&b, ",\"local\":");
+	add_side(&b, &d->local, local_name, key, false);
+	recon_buf_addc(&b, '}');
+	return recon_buf_detach(&b);
 }
 
 void recon_report_csv_field(FILE *out, const char *s)
