@@ -1172,10 +1172,14 @@ void recon_duration_format(int64_t ms, char *buf, size_t size)
 void recon_time_format_utc(int64_t utc_ms, char *buf, size_t size)
 {
 	int64_t day = floor_div(utc_ms, RECON_MS_PER_DAY);
-	int64_t msod = utc_ms - day * RECON_MS_PER_DAY;
+	/* not utc_ms - day * ms-per-day: that product overflows near INT64_MIN */
+	int64_t msod = utc_ms % RECON_MS_PER_DAY;
+
 	int64_t y;
 	unsigned m, d;
 
+	if (msod < 0)
+		msod += RECON_MS_PER_DAY;
 	civil_from_days64(day, &y, &m, &d);
 	snprintf(buf, size, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, m, d,
 		 (int)(msod / RECON_MS_PER_HOUR), (int)(msod / RECON_MS_PER_MIN % 60),
@@ -1186,10 +1190,12 @@ void recon_time_format_local(const struct recon_tz *tz, int64_t utc_ms, char *bu
 {
 	int64_t local = recon_tz_to_local(tz, utc_ms);
 	int64_t day = floor_div(local, RECON_MS_PER_DAY);
-	int64_t msod = local - day * RECON_MS_PER_DAY;
+	int64_t msod = local % RECON_MS_PER_DAY;
 	int64_t y;
 	unsigned m, d;
 
+	if (msod < 0)
+		msod += RECON_MS_PER_DAY;
 	civil_from_days64(day, &y, &m, &d);
 	snprintf(buf, size, "%04lld-%02u-%02u %02d:%02d:%02d", (long long)y, m, d,
 		 (int)(msod / RECON_MS_PER_HOUR), (int)(msod / RECON_MS_PER_MIN % 60),
