@@ -106,6 +106,19 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row);
 
 /*
+ * Speculates that the statement lists no entry twice: entry ids are not
+ * checked while rows are added (a probe per entry into a table of every id)
+ * but fingerprinted, and recon_compare_ids_distinct() tells afterwards
+ * whether the speculation held. When it did not (a duplicate, or two ids
+ * sharing a 64-bit fingerprint), the folds are not to be trusted: the caller
+ * reads the inputs again into a compare that does not speculate. Before any
+ * row is added.
+ */
+void recon_compare_speculate_ids(struct recon_compare *cmp);
+/* After the rows are added: true when no two entries share a fingerprint (or no speculation). */
+bool recon_compare_ids_distinct(const struct recon_compare *cmp);
+
+/*
  * Sizes the tables for about `keys` keys and `upstream_entries` statement
  * entries (estimates: more rows grow the tables as usual), sparing the
  * rehashing on the way. Before any row is added.

@@ -263,6 +263,20 @@ struct part {
 	bool gone;    /* ...and no longer applies any: others may write the partition */
 };
 
+/*
+ * Speculating that no statement entry is listed twice (recon_compare_speculate_ids):
+ * each entry's id leaves a 64-bit fingerprint in one of FP_BUCKETS vectors
+ * (by its top bits), appended in read order, instead of a probe into a table
+ * of every id far bigger than the caches. After the read each bucket is
+ * checked on its own, in a table that stays in the cache.
+ */
+#define FP_BITS	   8
+#define FP_BUCKETS (1u << FP_BITS)
+struct fpbucket {
+	uint64_t *v;
+	size_t n, alloc;
+};
+
 struct settled_key {
 	const char *key; /* compare arena */
 	size_t len;
@@ -278,6 +292,9 @@ struct recon_compare {
 	struct part part[NPART];
 	struct slots ids; /* entry ids seen upstream: packed in idstore */
 	struct store idstore;
+	/* speculative duplicate check (recon_compare_speculate_ids) */
+	bool speculate;
+	struct fpbucket fps[FP_BUCKETS];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct batch *free_batches;
@@ -444,6 +461,8 @@ void recon_compare_free(struct recon_compare *cmp)
 	}
 	free(cmp->ids.v);
 	store_release(&cmp->idstore);
+	for (size_t i = 0; i < FP_BUCKETS; i++)
+		free(cmp->fps[i].v);
 	while (cmp->free_batches) {
 		struct batch *b = cmp->free_batches;
 		cmp->free_batches = b->next;
@@ -882,13 +901,83 @@ static void reject_key(struct part *p, int side, const struct recon_row *row, ui
 	r->fl |= side == RECON_SIDE_LOCAL ? F_REJ_LOC : F_REJ_UP;
 }
 
+void recon_compare_speculate_ids(struct recon_compare *cmp)
+{
+	cmp->speculate = true;
+}
+
+/* The fingerprint of an entry (type and id); equal entries have equal ones. */
+static uint64_t id_fingerprint(const struct recon_row *row)
+{
+	return key_hash(row->entry_id, row->entry_id_len) ^
+	       ((uint64_t)row->entry + 1) * 0x9e3779b97f4a7c15ULL;
+}
+
+static void fp_add(struct recon_compare *cmp, uint64_t fp)
+{
+	struct fpbucket *b = &cmp->fps[fp >> (64 - FP_BITS)];
+
+	if (b->n == b->alloc)
+		recon_grow((void **)&b->v, &b->alloc, b->n + 1, sizeof(*b->v));
+	b->v[b->n++] = fp;
+}
+
+bool recon_compare_ids_distinct(const struct recon_compare *cmp)
+{
+	uint64_t *set = NULL;
+	size_t cap = 0;
+	bool distinct = true;
+
+	if (!cmp->speculate)
+		return true;
+	for (size_t bi = 0; bi < FP_BUCKETS && distinct; bi++) {
+		const struct fpbucket *b = &cmp->fps[bi];
+		size_t want = 16, mask;
+
+		while (want < b->n * 2)
+			want *= 2;
+		if (want > cap) {
+			free(set);
+			cap = want;
+			set = recon_xmalloc(recon_st_mult(cap, sizeof(*set)));
+		}
+		mask = want - 1;
+		/* 0 marks a free slot: fingerprint 0 is kept aside */
+		memset(set, 0, want * sizeof(*set));
+		bool zero = false;
+		for (size_t i = 0; i < b->n && distinct; i++) {
+			uint64_t fp = b->v[i];
+			size_t j;
+			if (!fp) {
+				distinct = !zero;
+				zero = true;
+				continue;
+			}
+			/* the top bits chose the bucket: the low ones place it in the set */
+			for (j = fp & mask; set[j]; j = (j + 1) & mask) {
+				if (set[j] == fp) {
+					distinct = false;
+					break;
+				}
+			}
+			set[j] = fp;
+		}
+	}
+	free(set);
+	return distinct;
+}
+
 void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row)
 {
 	uint64_t h = key_hash(row->key, row->key_len);
 	int iddup = -1;
 
-	if (side != RECON_SIDE_LOCAL && row->entry_id)
+	if (side != RECON_SIDE_LOCAL && row->entry_id && cmp->speculate) {
+		fp_add(cmp, id_fingerprint(row));
+		iddup = 0;
+	} else if (side != RECON_SIDE_LOCAL && row->entry_id) {
 		iddup = id_seen(cmp, row);
+	}
 	apply(cmp, &cmp->part[PART_OF(h)], side, h, row, iddup);
 }
 
@@ -923,7 +1012,8 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
 {
 	for (int i = 0; i < NPART; i++)
 		slots_reserve(&cmp->part[i].keys, keys / NPART + keys / 64);
-	slots_reserve(&cmp->ids, upstream_entries);
+	if (!cmp->speculate)
+		slots_reserve(&cmp->ids, upstream_entries);
 }
 
 /* ---- feeding on two threads ---- */
@@ -1015,7 +1105,10 @@ static inline void prefetch_rec(const struct slots *t, const struct store *st, u
 
 	for (size_t i = (uint32_t)h & mask, k = 0; k < 8 && t->v[i].ref; i = (i + 1) & mask, k++) {
 		if (t->v[i].h == (uint32_t)h) {
-			__builtin_prefetch(store_at(st, t->v[i].ref));
+			/* records are 8-byte aligned: the key usually ends in the next line */
+			const char *r = store_at(st, t->v[i].ref);
+			__builtin_prefetch(r);
+			__builtin_prefetch(r + 64);
 			return;
 		}
 	}
@@ -1302,7 +1395,13 @@ static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bo
 	w.flags = row->flags;
 	w.op = rejected ? OP_REJECT : OP_NOID;
 	memcpy(w.currency, row->currency, 4);
-	if (f->side == RECON_SIDE_UPSTREAM) {
+	if (f->side == RECON_SIDE_UPSTREAM && f->cmp->speculate) {
+		if (!rejected && row->entry_id) {
+			fp_add(f->cmp, id_fingerprint(row));
+			w.op = OP_ADD;
+		}
+		route(f, &w, row->key);
+	} else if (f->side == RECON_SIDE_UPSTREAM) {
 		/* ids are checked in read order, a batch at a time */
 		if (!rejected && row->entry_id && row->entry_id_len + 8 <= sizeof(small)) {
 			w.id_len =

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -342,7 +343,8 @@ out:
  * error wins, as when the sides were read in turn; the sources stay open for
  * the lookups and are closed by the caller.
  */
-static int read_both(const struct recon_ctx *ctx, struct reader rds[2], struct recon_err *err)
+static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool speculate,
+		     struct recon_err *err)
 {
 	struct reader *up = &rds[RECON_SIDE_UPSTREAM], *local = &rds[RECON_SIDE_LOCAL];
 	struct gate g = {.state = 0, .rd = up};
@@ -353,6 +355,9 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], struct r
 	{
 		uint64_t nu = csv_rows_estimate(up->side, up->win);
 		uint64_t nl = csv_rows_estimate(local->side, local->win);
+		/* a statement in a regular file can be read again if the speculation fails */
+		if (speculate && nu && up->side->kind == RECON_KIND_CSV)
+			recon_compare_speculate_ids(up->cmp);
 		recon_compare_reserve(up->cmp, nu > nl ? nu : nl, nu);
 	}
 	local->progress = !ctx->quiet && isatty(STDERR_FILENO);
@@ -433,6 +438,55 @@ out:
 	return rc;
 }
 
+/* Wall time per phase of a run, logged at debug level (recon run --verbose). */
+#define PHASES_MAX 12
+struct phases {
+	int64_t last, last_cpu;
+	size_t n;
+	const char *name[PHASES_MAX];
+	int64_t ms[PHASES_MAX], cpu_ms[PHASES_MAX];
+};
+
+/* CPU time of the process (every thread), user and system, in ms. */
+static int64_t cpu_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+static void phase_mark(struct phases *ph, const char *name)
+{
+	int64_t now = monotonic_ms(), cpu = cpu_ms();
+
+	if (ph->n < PHASES_MAX) {
+		ph->name[ph->n] = name;
+		ph->cpu_ms[ph->n] = cpu - ph->last_cpu;
+		ph->ms[ph->n++] = now - ph->last;
+	}
+	ph->last = now;
+	ph->last_cpu = cpu;
+}
+
+static void phase_log(const struct phases *ph)
+{
+	char line[512];
+	size_t o = 0;
+
+	if (recon_log_get_level() < RECON_LOG_DEBUG)
+		return;
+	for (size_t i = 0; i < ph->n && o < sizeof(line); i++)
+		o += (size_t)snprintf(
+		    line + o, sizeof(line) - o, "%s%s %lld.%03lld s (cpu %lld.%03lld)",
+		    i ? ", " : "", ph->name[i], (long long)(ph->ms[i] / 1000),
+		    (long long)(ph->ms[i] % 1000), (long long)(ph->cpu_ms[i] / 1000),
+		    (long long)(ph->cpu_ms[i] % 1000));
+	recon_log(RECON_LOG_DEBUG, "phases: %s", line);
+}
+
 /* Pulls a failed run's message into the summary (passwords never reach here). */
 static void note_error(struct recon_run_summary *sum, const struct recon_err *err)
 {
@@ -486,6 +540,7 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	char **json = NULL;
 	size_t ndiffs = 0;
 	int64_t t0 = monotonic_ms();
+	struct phases ph = {.last = t0, .last_cpu = cpu_ms()};
 	int rc = 0;
 
 	memset(sum, 0, sizeof(*sum));
@@ -513,18 +568,41 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	statement = job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1;
 
 	/* a t1 statement file is its day's window; in hot windows entry times decide */
-	cmp = recon_compare_new(job, win, ctx->now, statement);
-	atomic_init(&stop, false);
-	reader_init(&rds[RECON_SIDE_UPSTREAM], win, cmp, &job->upstream, RECON_SIDE_UPSTREAM,
-		    &stop);
-	reader_init(&rds[RECON_SIDE_LOCAL], win, cmp, &job->local, RECON_SIDE_LOCAL, &stop);
-	readers_live = true;
-	rc = read_both(ctx, rds, err);
-	up = rds[RECON_SIDE_UPSTREAM].src;
-	local = rds[RECON_SIDE_LOCAL].src;
-	/* certainty before assertion: look up by key, without a time bound */
-	if (rc == 0 && (rc = lookups(&rds[RECON_SIDE_LOCAL], err)) == 0)
-		rc = lookups(&rds[RECON_SIDE_UPSTREAM], err);
+	for (int attempt = 0;; attempt++) {
+		cmp = recon_compare_new(job, win, ctx->now, statement);
+		atomic_init(&stop, false);
+		reader_init(&rds[RECON_SIDE_UPSTREAM], win, cmp, &job->upstream,
+			    RECON_SIDE_UPSTREAM, &stop);
+		reader_init(&rds[RECON_SIDE_LOCAL], win, cmp, &job->local, RECON_SIDE_LOCAL, &stop);
+		readers_live = true;
+		rc = read_both(ctx, rds, attempt == 0, err);
+		phase_mark(&ph, "read");
+		up = rds[RECON_SIDE_UPSTREAM].src;
+		local = rds[RECON_SIDE_LOCAL].src;
+		/* certainty before assertion: look up by key, without a time bound */
+		if (rc == 0 && (rc = lookups(&rds[RECON_SIDE_LOCAL], err)) == 0)
+			rc = lookups(&rds[RECON_SIDE_UPSTREAM], err);
+		phase_mark(&ph, "lookups");
+		if (rc < 0 || recon_compare_ids_distinct(cmp))
+			break;
+		/*
+		 * The statement was read speculating that it lists no entry twice,
+		 * and two entries share a fingerprint: everything read is dropped
+		 * and read again with every entry id checked as it comes.
+		 */
+		recon_log(RECON_LOG_INFO,
+			  "%s: an entry id appears twice (or two share a fingerprint); reading "
+			  "the inputs again with exact duplicate checks",
+			  up->name);
+		recon_source_close(up);
+		recon_source_close(local);
+		up = local = NULL;
+		recon_compare_free(cmp);
+		cmp = NULL;
+		reader_release(&rds[RECON_SIDE_UPSTREAM]);
+		reader_release(&rds[RECON_SIDE_LOCAL]);
+		readers_live = false;
+	}
 	/* rejects in read order: the upstream's, then the local flow's */
 	reader_merge(&rds[RECON_SIDE_UPSTREAM], &rejects, sum);
 	reader_merge(&rds[RECON_SIDE_LOCAL], &rejects, sum);
@@ -536,6 +614,7 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		goto fail;
 	recon_compare_classify(cmp);
 	sum->counts = *recon_compare_counts(cmp);
+	phase_mark(&ph, "classify");
 	if (statement) {
 		struct boundary b = {0};
 		recon_compare_boundary_keys(cmp, boundary_one, &b);
@@ -545,6 +624,7 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		free(b.lens);
 		if (rc < 0)
 			goto fail;
+		phase_mark(&ph, "boundary");
 	}
 
 	rejects_stored = true;
@@ -563,13 +643,16 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
 	for (size_t i = 0; i < ndiffs; i++)
 		json[i] = recon_report_diff_json(job, &diffs[i], up->name, local->name);
+	phase_mark(&ph, "report");
 	if ((rc = recon_state_record_diffs(st, job->name, sum->run_id, ctx->now, diffs, json,
 					   ndiffs, cmp, !ctx->dry_run, &sum->resolved, err)) < 0)
 		goto fail;
+	phase_mark(&ph, "record");
 	/* differences are committed: now act on them, each action idempotent */
 	if ((rc = recon_actions_run(job, st, sum->run_id, ctx->now, ctx->dry_run, diffs, json,
 				    ndiffs, &sum->actions, err)) < 0)
 		goto fail;
+	phase_mark(&ph, "actions");
 
 	sum->duration_ms = monotonic_ms() - t0;
 	sum->success = true;
@@ -663,6 +746,8 @@ record:
 fail_unrecorded:
 	note_error(sum, err);
 out:
+	phase_mark(&ph, "finish");
+	phase_log(&ph);
 	if (json)
 		for (size_t i = 0; i < ndiffs; i++)
 			free(json[i]);

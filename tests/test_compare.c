@@ -1233,15 +1233,45 @@ static void assert_same_compare(struct recon_compare *a, struct recon_compare *b
 	}
 }
 
+/* Feeds both sides on two threads, as recon_run does. */
+static void feed_par(struct recon_compare *par, const struct trow *up, size_t nup,
+		     const struct trow *lo, size_t nlo)
+{
+	struct tfeed tf[2];
+	pthread_t th[2];
+
+	tf[0] = (struct tfeed){recon_compare_feeder_new(par, RECON_SIDE_UPSTREAM), up, nup};
+	tf[1] = (struct tfeed){recon_compare_feeder_new(par, RECON_SIDE_LOCAL), lo, nlo};
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, tfeed_run, &tf[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void feed_seq(struct recon_compare *seq, const struct trow *up, size_t nup,
+		     const struct trow *lo, size_t nlo)
+{
+	struct recon_row row;
+
+	for (int side = 0; side < 2; side++) {
+		const struct trow *v = side ? lo : up;
+		size_t n = side ? nlo : nup;
+		for (size_t i = 0; i < n; i++) {
+			trow_to_row(&v[i], &row);
+			if (v[i].rejected)
+				recon_compare_add_rejected(seq, side, &row);
+			else
+				recon_compare_add(seq, side, &row);
+		}
+	}
+}
+
 static void test_compare_feeders_match_sequential(void **state)
 {
 	struct fixture *fx = *state;
 	struct trow *up, *lo;
 	size_t nup, nlo;
 	struct recon_compare *seq, *par;
-	struct tfeed tf[2];
-	pthread_t th[2];
-	struct recon_row row;
 
 	build_rows(&up, &nup, &lo, &nlo);
 	for (int statement = 0; statement < 2; statement++) {
@@ -1249,23 +1279,8 @@ static void test_compare_feeders_match_sequential(void **state)
 		par = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement);
 		if (statement)
 			recon_compare_reserve(par, nup, nup); /* sizing changes nothing either */
-		for (int side = 0; side < 2; side++) {
-			const struct trow *v = side ? lo : up;
-			size_t n = side ? nlo : nup;
-			for (size_t i = 0; i < n; i++) {
-				trow_to_row(&v[i], &row);
-				if (v[i].rejected)
-					recon_compare_add_rejected(seq, side, &row);
-				else
-					recon_compare_add(seq, side, &row);
-			}
-		}
-		tf[0] = (struct tfeed){recon_compare_feeder_new(par, RECON_SIDE_UPSTREAM), up, nup};
-		tf[1] = (struct tfeed){recon_compare_feeder_new(par, RECON_SIDE_LOCAL), lo, nlo};
-		for (int i = 0; i < 2; i++)
-			assert_int_equal(pthread_create(&th[i], NULL, tfeed_run, &tf[i]), 0);
-		for (int i = 0; i < 2; i++)
-			pthread_join(th[i], NULL);
+		feed_seq(seq, up, nup, lo, nlo);
+		feed_par(par, up, nup, lo, nlo);
 		/* lookups work on both alike */
 		assert_same_compare(seq, par, up, 0);
 		recon_compare_classify(seq);
@@ -1281,10 +1296,72 @@ static void test_compare_feeders_match_sequential(void **state)
 	free(lo);
 }
 
+/*
+ * Speculating that no entry is listed twice: with distinct ids the result is
+ * the exact compare's; with an entry listed twice (same key or another key)
+ * the speculation reports it failed, fed on threads or not.
+ */
+static void test_compare_speculated_ids(void **state)
+{
+	struct fixture *fx = *state;
+	struct trow *up, *lo;
+	size_t nup, nlo;
+	struct recon_compare *exact, *spec, *spec_seq;
+
+	build_rows(&up, &nup, &lo, &nlo);
+	/* as built: entries listed twice under one key (case 5) and across keys (case 6) */
+	spec = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	recon_compare_speculate_ids(spec);
+	feed_par(spec, up, nup, lo, nlo);
+	assert_false(recon_compare_ids_distinct(spec));
+	recon_compare_free(spec);
+	spec_seq = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	recon_compare_speculate_ids(spec_seq);
+	feed_seq(spec_seq, up, nup, lo, nlo);
+	assert_false(recon_compare_ids_distinct(spec_seq));
+	recon_compare_free(spec_seq);
+
+	/* every id made distinct: the speculation holds and changes nothing */
+	for (size_t i = 0; i < nup; i++) {
+		if (up[i].id[0]) {
+			char id[48];
+			snprintf(id, sizeof(id), "%s-%zu", up[i].id, i);
+			assert_true(strlen(id) < sizeof(up[i].id));
+			memcpy(up[i].id, id, sizeof(up[i].id));
+		}
+	}
+	exact = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	spec = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	spec_seq = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	recon_compare_speculate_ids(spec);
+	recon_compare_speculate_ids(spec_seq);
+	recon_compare_reserve(spec, nup, nup);
+	feed_seq(exact, up, nup, lo, nlo);
+	feed_par(spec, up, nup, lo, nlo);
+	feed_seq(spec_seq, up, nup, lo, nlo);
+	assert_true(recon_compare_ids_distinct(exact));
+	assert_true(recon_compare_ids_distinct(spec));
+	assert_true(recon_compare_ids_distinct(spec_seq));
+	recon_compare_classify(exact);
+	recon_compare_classify(spec);
+	recon_compare_classify(spec_seq);
+	/* the same entry without an id is still a duplicate (case 7) */
+	assert_true(recon_compare_counts(exact)->classes[RECON_CLASS_DUPLICATE] > 0);
+	assert_same_compare(exact, spec, up, nup);
+	assert_same_compare(exact, spec, lo, nlo);
+	assert_same_compare(exact, spec_seq, up, nup);
+	recon_compare_free(exact);
+	recon_compare_free(spec);
+	recon_compare_free(spec_seq);
+	free(up);
+	free(lo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_compare_class_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_speculated_ids, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_success, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_refunded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_not_for_unpaid, setup, teardown),
