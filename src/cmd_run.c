@@ -21,11 +21,12 @@
 
 static const char run_usage[] =
     "usage: recon run --job FILE [--mode t1|hot] [--date YYYY-MM-DD] [--dry-run] [--json] "
-    "[--quiet]\n"
+    "[--quiet | --verbose]\n"
     "\n"
     "Reconciles one window: t1 (default) is a business day in the job's time zone,\n"
     "yesterday unless --date says otherwise. --dry-run compares and reports but takes\n"
     "no action and moves no watermark. --json prints one object per window.\n"
+    "--verbose adds debug messages, among them each phase's wall time.\n"
     "Exit: 0 success (differences are results), 65 bad input, 69 source unavailable,\n"
     "75 another run holds the lock, 78 bad job file, 1 anything else.\n";
 
@@ -323,12 +324,17 @@ int recon_cmd_run(int argc, char **argv)
 {
 	const bool rerun = !strcmp(argv[0], "rerun");
 	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL;
-	bool dry_run = false, json = false, quiet = false, help = false;
+	bool dry_run = false, json = false, quiet = false, verbose = false, help = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL}, {"mode", true, &mode, NULL},
-	    {"date", true, &date, NULL},    {"from", true, &from, NULL},
-	    {"to", true, &to, NULL},	    {"dry-run", false, NULL, &dry_run},
-	    {"json", false, NULL, &json},   {"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL},
+	    {"mode", true, &mode, NULL},
+	    {"date", true, &date, NULL},
+	    {"from", true, &from, NULL},
+	    {"to", true, &to, NULL},
+	    {"dry-run", false, NULL, &dry_run},
+	    {"json", false, NULL, &json},
+	    {"quiet", false, NULL, &quiet},
+	    {"verbose", false, NULL, &verbose},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -350,6 +356,8 @@ int recon_cmd_run(int argc, char **argv)
 	}
 	if (quiet)
 		recon_log_set_level(RECON_LOG_WARN);
+	else if (verbose)
+		recon_log_set_level(RECON_LOG_DEBUG);
 	if (!job_path || (rerun && (!from || !to || date || mode)) || (!rerun && (from || to))) {
 		fputs(rerun ? rerun_usage : run_usage, stderr);
 		return 64;

@@ -82,14 +82,24 @@ int recon_money_exponent(const char *currency)
 	if (currency[3] != '\0')
 		return -1;
 	key[3] = '\0';
-	/* binary search on numbers: this runs for every row (bsearch + strcmp showed) */
+	/*
+	 * This runs for every row, nearly always with the code of the row
+	 * before: that answer is kept per thread. Else a binary search on numbers.
+	 */
+	static _Thread_local uint32_t last_code;
+	static _Thread_local int last_exponent;
 	const uint32_t want = code24(key);
+	if (want == last_code)
+		return last_exponent;
 	for (size_t lo = 0, hi = sizeof(currencies) / sizeof(currencies[0]); lo < hi;) {
 		size_t mid = lo + (hi - lo) / 2;
 		uint32_t c = code24(currencies[mid].code);
 
-		if (want == c)
-			return currencies[mid].exponent;
+		if (want == c) {
+			last_code = want;
+			last_exponent = currencies[mid].exponent;
+			return last_exponent;
+		}
 		if (want < c)
 			hi = mid;
 		else
@@ -155,6 +165,8 @@ int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, i
 {
 	char q[RECON_QUOTE_BUF], c[RECON_QUOTE_BUF];
 	const char *p = s, *end = s + len;
+	const char *v = NULL;
+	size_t vlen = 0;
 	const char *int_start, *int_end, *frac_start = NULL, *frac_end = NULL;
 	bool neg = false, grouped = (flags & RECON_MONEY_THOUSANDS) != 0;
 	bool minor = (flags & RECON_MONEY_MINOR) != 0;
@@ -176,7 +188,9 @@ int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, i
 		end--;
 	if (p == end)
 		return recon_err_set(err, RECON_EVALUE, NULL, "empty amount");
-	quote(q, p, (size_t)(end - p));
+	/* the value as quoted in messages (built only for one) */
+	v = p;
+	vlen = (size_t)(end - p);
 
 	/* Syntax pass: sign, integer part, optional mark and decimals, nothing else. */
 	if (*p == '+' || *p == '-')
@@ -195,27 +209,31 @@ int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, i
 		recon_err_quote(c, p, 1, RECON_QUOTE_ASCII);
 		if (minor && (*p == '.' || *p == ','))
 			return recon_err_set(err, RECON_EVALUE, NULL,
-					     "decimal mark '%s' in minor-unit amount '%s'", c, q);
+					     "decimal mark '%s' in minor-unit amount '%s'", c,
+					     quote(q, v, vlen));
 		return recon_err_set(err, RECON_EVALUE, NULL,
-				     "invalid character '%s' in amount '%s'", c, q);
+				     "invalid character '%s' in amount '%s'", c, quote(q, v, vlen));
 	}
 	if (int_start == int_end) {
 		if (frac_start)
 			return recon_err_set(err, RECON_EVALUE, NULL,
-					     "missing digits before decimal mark in '%s'", q);
-		return recon_err_set(err, RECON_EVALUE, NULL, "no digits in amount '%s'", q);
+					     "missing digits before decimal mark in '%s'",
+					     quote(q, v, vlen));
+		return recon_err_set(err, RECON_EVALUE, NULL, "no digits in amount '%s'",
+				     quote(q, v, vlen));
 	}
 	if (grouped && !grouping_ok(int_start, (size_t)(int_end - int_start)))
 		return recon_err_set(err, RECON_EVALUE, NULL,
-				     "misplaced thousands separator in '%s'", q);
+				     "misplaced thousands separator in '%s'", quote(q, v, vlen));
 	/* MT940 writes "9," for 9.00, so a bare trailing mark is fine with a comma mark only. */
 	if (frac_start && frac_start == frac_end && mark != ',')
 		return recon_err_set(err, RECON_EVALUE, NULL,
-				     "missing digits after decimal mark in '%s'", q);
+				     "missing digits after decimal mark in '%s'",
+				     quote(q, v, vlen));
 	if (frac_start && frac_end - frac_start > exponent)
 		return recon_err_set(err, RECON_EVALUE, NULL,
-				     "too many decimals in '%s' (exponent %d allows %d)", q,
-				     exponent, exponent);
+				     "too many decimals in '%s' (exponent %d allows %d)",
+				     quote(q, v, vlen), exponent, exponent);
 
 	/* Value pass: integer digits, decimals, then zeros up to the exponent. */
 	for (p = int_start; p < int_end; p++)
@@ -236,7 +254,8 @@ int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, i
 	*out = acc;
 	return 0;
 range:
-	return recon_err_set(err, RECON_EVALUE, NULL, "amount '%s' out of range", q);
+	return recon_err_set(err, RECON_EVALUE, NULL, "amount '%s' out of range",
+			     quote(q, v, vlen));
 }
 
 size_t recon_money_format(int64_t minor, int exponent, char *buf, size_t size)
