@@ -1020,7 +1020,7 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
 
 #define INBOX_MAX  8
 #define POLL_EVERY 4096 /* rows fed between looks at the inbox */
-#define AHEAD	   16	/* rows ahead whose table slot is prefetched; half that: the record */
+#define AHEAD	   64	/* rows ahead whose table slot is prefetched; half that: the record */
 
 #define OP_ADD	  0
 #define OP_DUP	  1
