@@ -59,6 +59,13 @@ struct recon_source_ops {
 	 */
 	int (*lookup)(struct recon_source *src, const char *const *parts, const size_t *lens,
 		      struct recon_err *err);
+	/*
+	 * Optional: as lookup, for up to RECON_LOOKUP_BATCH keys of a one-column
+	 * key at once (one query instead of n): the following next() calls
+	 * return the rows of all of them, in no particular order.
+	 */
+	int (*lookup_many)(struct recon_source *src, size_t n, const char *const *keys,
+			   const size_t *lens, struct recon_err *err);
 	void (*close)(struct recon_source *src); /* NULL-safe */
 };
 
@@ -100,6 +107,16 @@ RECON_MUSTCHECK int recon_source_next(struct recon_source *src, const struct rec
 /* RECON_ENOTFOUND (no error recorded) when the kind has no lookup. */
 RECON_MUSTCHECK int recon_source_lookup(struct recon_source *src, const char *const *parts,
 					const size_t *lens, struct recon_err *err);
+/*
+ * Keys looked up by one query (recon_source_lookup_many). A round trip per key
+ * costs ~0.1 ms: a window with 50,000 keys to look up spent 5 s on them.
+ */
+#define RECON_LOOKUP_BATCH 512
+/* RECON_ENOTFOUND (no error recorded) when the kind cannot, or the key has several columns. */
+RECON_MUSTCHECK int recon_source_lookup_many(struct recon_source *src,
+					     const struct recon_side *side, size_t n,
+					     const char *const *keys, const size_t *lens,
+					     struct recon_err *err);
 void recon_source_close(struct recon_source *src);
 
 /* ---- csv source: text kept for control-total checks (src/source_csv.c) ---- */

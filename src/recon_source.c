@@ -52,6 +52,14 @@ int recon_source_lookup(struct recon_source *src, const char *const *parts, cons
 	return src->ops->lookup(src, parts, lens, err);
 }
 
+int recon_source_lookup_many(struct recon_source *src, const struct recon_side *side, size_t n,
+			     const char *const *keys, const size_t *lens, struct recon_err *err)
+{
+	if (!src->ops->lookup_many || side->nkey != 1 || n > RECON_LOOKUP_BATCH)
+		return RECON_ENOTFOUND;
+	return src->ops->lookup_many(src, n, keys, lens, err);
+}
+
 void recon_source_close(struct recon_source *src)
 {
 	if (src)

@@ -65,6 +65,9 @@ struct mysql_source {
 	MYSQL *conn;
 	MYSQL_STMT *scan;
 	MYSQL_STMT *lookup;
+	MYSQL_STMT *lookup_many; /* key IN (? x RECON_LOOKUP_BATCH), one-column keys */
+	MYSQL_BIND *many;	 /* its parameters */
+	unsigned long *many_len;
 	MYSQL_STMT *cur; /* the statement next() fetches from, NULL when done */
 	const struct recon_side *side;
 	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
@@ -217,6 +220,8 @@ static int bind_results(struct mysql_source *s, struct recon_err *err)
 		return fail_stmt(s, err, s->scan);
 	if (s->lookup && mysql_stmt_bind_result(s->lookup, s->res))
 		return fail_stmt(s, err, s->lookup);
+	if (s->lookup_many && mysql_stmt_bind_result(s->lookup_many, s->res))
+		return fail_stmt(s, err, s->lookup_many);
 	return 0;
 }
 
@@ -323,7 +328,22 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	for (unsigned i = 0; i < side->nkey; i++)
 		recon_buf_addf(&sql, "%s`%s` = ?", i ? " AND " : " WHERE ",
 			       side->cols[RECON_COL_KEY0 + i]);
-	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0 || (rc = bind_results(s, err)) < 0)
+	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0)
+		goto out;
+	if (side->nkey == 1) {
+		/* many keys in one query; a short batch repeats its last key */
+		recon_buf_reset(&sql);
+		build_select(s, &sql);
+		recon_buf_addf(&sql, " WHERE `%s` IN (", side->cols[RECON_COL_KEY0]);
+		for (unsigned i = 0; i < RECON_LOOKUP_BATCH; i++)
+			recon_buf_adds(&sql, i ? ", ?" : "?");
+		recon_buf_addc(&sql, ')');
+		if ((rc = prepare(s, &s->lookup_many, sql.s, err)) < 0)
+			goto out;
+		s->many = recon_xcalloc(RECON_LOOKUP_BATCH, sizeof(*s->many));
+		s->many_len = recon_xcalloc(RECON_LOOKUP_BATCH, sizeof(*s->many_len));
+	}
+	if ((rc = bind_results(s, err)) < 0)
 		goto out;
 
 	if (mysql_stmt_bind_param(s->scan, params) || mysql_stmt_execute(s->scan)) {
@@ -421,6 +441,28 @@ static bool is_integer_type(enum enum_field_types t)
 	       t == MYSQL_TYPE_LONG || t == MYSQL_TYPE_LONGLONG;
 }
 
+/* One result at a time per connection: drops what is left of the last one. */
+static int lookup_start(struct mysql_source *s, struct recon_err *err)
+{
+	if (s->cur && mysql_stmt_free_result(s->cur)) {
+		int rc = fail_stmt(s, err, s->cur);
+		s->cur = NULL;
+		return rc;
+	}
+	s->cur = NULL;
+	return 0;
+}
+
+/*
+ * MySQL compares an integer column with a non-number as 0 = 0: such a key
+ * matches no row here instead of the wrong ones.
+ */
+static bool key_fits(const struct mysql_source *s, unsigned part, const char *p, size_t len)
+{
+	return !is_integer_type(s->cols[s->colidx[RECON_COL_KEY0 + part]].type) ||
+	       recon_source_int_text(p, len);
+}
+
 static int my_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
 		     struct recon_err *err)
 {
@@ -429,21 +471,17 @@ static int my_lookup(struct recon_source *src, const char *const *parts, const s
 	unsigned long plen[RECON_KEY_PARTS_MAX];
 	unsigned n = s->side->nkey;
 
-	/* one result at a time per connection: drop what is left of the last one */
-	if (s->cur && mysql_stmt_free_result(s->cur)) {
-		int rc = fail_stmt(s, err, s->cur);
-		s->cur = NULL;
+	int rc;
+
+	if ((rc = lookup_start(s, err)) < 0)
 		return rc;
-	}
-	s->cur = NULL;
 	memset(params, 0, sizeof(params));
 	for (unsigned i = 0; i < n; i++) {
 		/*
 		 * MySQL compares an integer column with a non-number as 0 = 0:
 		 * such a key matches no row here instead of the wrong ones.
 		 */
-		if (is_integer_type(s->cols[s->colidx[RECON_COL_KEY0 + i]].type) &&
-		    !recon_source_int_text(parts[i], lens[i]))
+		if (!key_fits(s, i, parts[i], lens[i]))
 			return 0;
 		plen[i] = (unsigned long)lens[i];
 		params[i].buffer_type = MYSQL_TYPE_STRING;
@@ -454,6 +492,37 @@ static int my_lookup(struct recon_source *src, const char *const *parts, const s
 	if (mysql_stmt_bind_param(s->lookup, params) || mysql_stmt_execute(s->lookup))
 		return fail_stmt(s, err, s->lookup);
 	s->cur = s->lookup;
+	return 0;
+}
+
+static int my_lookup_many(struct recon_source *src, size_t n, const char *const *keys,
+			  const size_t *lens, struct recon_err *err)
+{
+	struct mysql_source *s = (struct mysql_source *)src;
+	size_t used = 0;
+	int rc;
+
+	if ((rc = lookup_start(s, err)) < 0)
+		return rc;
+	memset(s->many, 0, RECON_LOOKUP_BATCH * sizeof(*s->many));
+	for (size_t i = 0; i < n; i++) {
+		MYSQL_BIND *b = &s->many[used];
+		if (!key_fits(s, 0, keys[i], lens[i]))
+			continue;
+		s->many_len[used] = (unsigned long)lens[i];
+		b->buffer_type = MYSQL_TYPE_STRING;
+		b->buffer = (void *)(uintptr_t)keys[i]; /* only read */
+		b->buffer_length = s->many_len[used];
+		b->length = &s->many_len[used];
+		used++;
+	}
+	if (!used)
+		return 0; /* nothing any row can hold: next() says done */
+	for (size_t i = used; i < RECON_LOOKUP_BATCH; i++)
+		s->many[i] = s->many[used - 1]; /* key IN (..., k, k): the same rows */
+	if (mysql_stmt_bind_param(s->lookup_many, s->many) || mysql_stmt_execute(s->lookup_many))
+		return fail_stmt(s, err, s->lookup_many);
+	s->cur = s->lookup_many;
 	return 0;
 }
 
@@ -474,6 +543,10 @@ static void my_close(struct recon_source *src)
 		mysql_stmt_close(s->scan);
 	if (s->lookup)
 		mysql_stmt_close(s->lookup);
+	if (s->lookup_many)
+		mysql_stmt_close(s->lookup_many);
+	free(s->many);
+	free(s->many_len);
 	for (unsigned i = 0; i < RECON_COL__COUNT; i++)
 		free(s->cols[i].buf);
 	if (s->secret) {
@@ -490,5 +563,6 @@ const struct recon_source_ops recon_source_mysql = {
     .open = my_open,
     .next = my_next,
     .lookup = my_lookup,
+    .lookup_many = my_lookup_many,
     .close = my_close,
 };

@@ -62,6 +62,8 @@ struct pg_source {
 	PGresult *first; /* a lookup's first result */
 	bool busy;	 /* a single-row-mode query is in flight: PQgetResult() until NULL */
 	bool cursor;	 /* the window scan: a cursor fetched SCAN_BATCH rows at a time */
+	bool fetching;	 /* ...the next batch is asked for while this one is read */
+	bool scan_end;	 /* ...and the batch in res is its last */
 	int ri, nt;	 /* next row of the batch in res, and the batch's size */
 	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
 	Oid coltype[RECON_COL__COUNT];
@@ -217,31 +219,61 @@ static int finish(struct pg_source *s, struct recon_err *err)
 	return rc;
 }
 
-/* The next batch of the window scan into s->res; the cursor ends on an empty batch. */
+static const char fetch_sql[] = "FETCH FORWARD " RECON_STR(SCAN_BATCH) " FROM recon_scan_cur";
+
+/* Closes the window scan's cursor, first taking in a batch asked for (and not needed). */
+static void scan_close(struct pg_source *s)
+{
+	PGresult *r;
+
+	if (s->fetching)
+		while ((r = PQgetResult(s->conn)) != NULL)
+			PQclear(r);
+	s->fetching = false;
+	if (s->cursor)
+		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
+	s->cursor = false;
+}
+
+/*
+ * The next batch of the window scan into s->res. A full batch asks for the
+ * next one at once, so the server produces it while this one is read (one
+ * round trip at a time would leave each side idle half the time); a short one
+ * is the last.
+ */
 static int fetch_batch(struct pg_source *s, struct recon_err *err)
 {
-	static const char fetch[] = "FETCH FORWARD " RECON_STR(SCAN_BATCH) " FROM recon_scan_cur";
+	PGresult *r;
 
 	PQclear(s->res);
+	s->res = NULL;
 	s->ri = s->nt = 0;
-	s->res = PQexec(s->conn, fetch);
-	if (PQresultStatus(s->res) != PGRES_TUPLES_OK) {
-		char what[128];
-		snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
-		fail_res(s, err, what, s->res);
-		PQclear(s->res);
-		s->res = NULL;
-		s->cursor = false; /* the connection or transaction is unusable now */
-		return RECON_EUNAVAIL;
-	}
+	if (!s->fetching && !PQsendQuery(s->conn, fetch_sql))
+		goto fail;
+	s->fetching = false;
+	s->res = PQgetResult(s->conn);
+	while ((r = PQgetResult(s->conn)) != NULL) /* the end of the FETCH's results */
+		PQclear(r);
+	if (PQresultStatus(s->res) != PGRES_TUPLES_OK)
+		goto fail;
 	s->nt = PQntuples(s->res);
-	if (!s->nt) {
-		PQclear(s->res);
-		s->res = NULL;
-		s->cursor = false;
-		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
+	s->scan_end = s->nt < SCAN_BATCH;
+	if (!s->scan_end) {
+		if (!PQsendQuery(s->conn, fetch_sql))
+			goto fail;
+		s->fetching = true;
 	}
 	return 0;
+fail : {
+	char what[128];
+	snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+	fail_res(s, err, what, s->res);
+	PQclear(s->res);
+	s->res = NULL;
+	s->nt = 0;
+	s->cursor = s->fetching = false; /* the connection or transaction is unusable now */
+	return RECON_EUNAVAIL;
+}
 }
 
 static int pg_open(struct recon_source **out, const struct recon_side *side,
@@ -339,6 +371,16 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 		goto out;
 	for (unsigned i = 0; i < side->nkey && i < RECON_KEY_PARTS_MAX; i++)
 		s->keytype[i] = PQparamtype(desc, (int)i);
+	if (side->nkey == 1) {
+		/* many keys in one query: the parameter is an array of the key's type */
+		PQclear(desc);
+		desc = NULL;
+		recon_buf_reset(&sql);
+		build_select(s, &sql);
+		recon_buf_addf(&sql, " WHERE \"%s\" = ANY ($1)", side->cols[RECON_COL_KEY0]);
+		if ((rc = prepare(s, "recon_lookup_many", sql.s, 1, &desc, err)) < 0)
+			goto out;
+	}
 
 	bind[0] = lo;
 	bind[1] = hi;
@@ -384,12 +426,18 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 	char what[128];
 
 	if (s->cursor) {
+		if (s->ri >= s->nt && s->scan_end) {
+			PQclear(s->res);
+			s->res = NULL;
+			scan_close(s);
+			return RECON_DONE;
+		}
 		if (s->ri >= s->nt) {
 			int rc = fetch_batch(s, err);
 			if (rc < 0)
 				return rc;
-			if (!s->cursor)
-				return RECON_DONE;
+			if (s->ri >= s->nt) /* an empty last batch */
+				return pg_next(src, row, err);
 		}
 		fill_row(s, s->res, s->ri++);
 		*row = &s->row;
@@ -451,6 +499,27 @@ static void fill_row(struct pg_source *s, const PGresult *res, int r)
 	}
 }
 
+/* Ends what the last query left (a scan or a lookup) before a lookup. */
+static int lookup_start(struct pg_source *s, struct recon_err *err)
+{
+	PQclear(s->res);
+	s->res = NULL;
+	PQclear(s->first);
+	s->first = NULL;
+	scan_close(s); /* a lookup before the scan ended: the rest is not needed */
+	return finish(s, err);
+}
+
+/*
+ * A key no row can hold yields no rows instead of an error that would abort
+ * the transaction: a NUL byte, or a non-number for an integer key column.
+ */
+static bool key_fits(Oid t, const char *p, size_t len)
+{
+	return !memchr(p, '\0', len) && !((t == PG_INT2OID || t == PG_INT4OID || t == PG_INT8OID) &&
+					  !recon_source_int_text(p, len));
+}
+
 static int pg_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,
 		     struct recon_err *err)
 {
@@ -460,27 +529,11 @@ static int pg_lookup(struct recon_source *src, const char *const *parts, const s
 	unsigned n = s->side->nkey;
 	int rc;
 
-	PQclear(s->res);
-	s->res = NULL;
-	PQclear(s->first);
-	s->first = NULL;
-	if (s->cursor) { /* a lookup before the scan ended: the rest is not needed */
-		s->cursor = false;
-		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
-	}
-	if ((rc = finish(s, err)) < 0)
+	if ((rc = lookup_start(s, err)) < 0)
 		return rc;
 	recon_buf_reset(&s->scratch);
 	for (unsigned i = 0; i < n; i++) {
-		Oid t = s->keytype[i];
-		/*
-		 * A key no row can hold yields no rows instead of an error that
-		 * would abort the transaction: a NUL byte, or a non-number for
-		 * an integer key column.
-		 */
-		if (memchr(parts[i], '\0', lens[i]) ||
-		    ((t == PG_INT2OID || t == PG_INT4OID || t == PG_INT8OID) &&
-		     !recon_source_int_text(parts[i], lens[i])))
+		if (!key_fits(s->keytype[i], parts[i], lens[i]))
 			return 0;
 		off[i] = s->scratch.len;
 		recon_buf_add(&s->scratch, parts[i], lens[i]);
@@ -489,6 +542,39 @@ static int pg_lookup(struct recon_source *src, const char *const *parts, const s
 	for (unsigned i = 0; i < n; i++)
 		vals[i] = s->scratch.s + off[i];
 	return start_query(s, "recon_lookup", (int)n, vals, err);
+}
+
+/* The keys as one array literal: {"k1","k2"}, '"' and '\\' escaped. */
+static int pg_lookup_many(struct recon_source *src, size_t n, const char *const *keys,
+			  const size_t *lens, struct recon_err *err)
+{
+	struct pg_source *s = (struct pg_source *)src;
+	const char *val;
+	size_t used = 0;
+	int rc;
+
+	if ((rc = lookup_start(s, err)) < 0)
+		return rc;
+	recon_buf_reset(&s->scratch);
+	recon_buf_addc(&s->scratch, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (!key_fits(s->keytype[0], keys[i], lens[i]))
+			continue;
+		if (used++)
+			recon_buf_addc(&s->scratch, ',');
+		recon_buf_addc(&s->scratch, '"');
+		for (size_t j = 0; j < lens[i]; j++) {
+			if (keys[i][j] == '"' || keys[i][j] == '\\')
+				recon_buf_addc(&s->scratch, '\\');
+			recon_buf_addc(&s->scratch, keys[i][j]);
+		}
+		recon_buf_addc(&s->scratch, '"');
+	}
+	recon_buf_addc(&s->scratch, '}');
+	if (!used)
+		return 0; /* nothing any row can hold: next() says done */
+	val = s->scratch.s;
+	return start_query(s, "recon_lookup_many", 1, &val, err);
 }
 
 static void pg_close(struct recon_source *src)
@@ -516,5 +602,6 @@ const struct recon_source_ops recon_source_postgres = {
     .open = pg_open,
     .next = pg_next,
     .lookup = pg_lookup,
+    .lookup_many = pg_lookup_many,
     .close = pg_close,
 };
