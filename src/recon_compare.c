@@ -1477,18 +1477,21 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 
 /* ---- classification ---- */
 
-/* Calls fn on every record of every partition, in storage order. */
-#define FOR_EACH_REC(cmp, r, body)                                                                 \
-	for (int pi_ = 0; pi_ < NPART; pi_++) {                                                    \
-		const struct store *s_ = &(cmp)->part[pi_].recs;                                   \
-		for (size_t c_ = 0; c_ < s_->n; c_++) {                                            \
-			for (size_t o_ = c_ ? 0 : 8; o_ < s_->used[c_];) {                         \
-				struct krec *r = (struct krec *)(s_->chunk[c_] + o_);              \
-				o_ += REC_SIZE(r->key_len);                                        \
-				body                                                               \
-			}                                                                          \
+/* Runs body for every record of partition pi, in storage order. */
+#define FOR_EACH_REC_OF(cmp, pi, r, body)                                                          \
+	for (size_t c_ = 0, n_ = (cmp)->part[pi].recs.n; c_ < n_; c_++) {                          \
+		const struct store *s_ = &(cmp)->part[pi].recs;                                    \
+		for (size_t o_ = c_ ? 0 : 8; o_ < s_->used[c_];) {                                 \
+			struct krec *r = (struct krec *)(s_->chunk[c_] + o_);                      \
+			o_ += REC_SIZE(r->key_len);                                                \
+			body                                                                       \
 		}                                                                                  \
 	}
+
+/* Runs body for every record of every partition, in storage order. */
+#define FOR_EACH_REC(cmp, r, body)                                                                 \
+	for (int pi_ = 0; pi_ < NPART; pi_++)                                                      \
+	FOR_EACH_REC_OF(cmp, pi_, r, body)
 
 static bool up_owned(const struct recon_compare *cmp, const struct keyent *k)
 {
@@ -1553,7 +1556,8 @@ static bool amounts_differ(const struct recon_compare *cmp, int64_t a, int64_t b
 	return d > cmp->job->tolerance_minor;
 }
 
-static enum recon_class classify_key(struct recon_compare *cmp, const struct keyent *k)
+static enum recon_class classify_key(const struct recon_compare *cmp, const struct keyent *k,
+				     struct recon_compare_counts *counts)
 {
 	const bool up = k->n_up > 0, local = k->n_local > 0;
 	int ust, lst;
@@ -1566,7 +1570,7 @@ static enum recon_class classify_key(struct recon_compare *cmp, const struct key
 		if (ust == RECON_ST_SUCCESS || ust == RECON_ST_REFUNDED)
 			return RECON_CLASS_MISSING;
 		if (ust == RECON_ST_PENDING)
-			cmp->counts.in_flight++;
+			counts->in_flight++;
 		return RECON_CLASS_MATCHED;
 	}
 	if (!up) {
@@ -1592,13 +1596,13 @@ static enum recon_class classify_key(struct recon_compare *cmp, const struct key
 	if (terminal(ust) && lst == RECON_ST_PENDING) {
 		if (cmp->now - k->local.time > cmp->job->stuck_after_ms)
 			return RECON_CLASS_STUCK;
-		cmp->counts.in_flight++;
+		counts->in_flight++;
 		return RECON_CLASS_MATCHED;
 	}
 	if (terminal(ust) && terminal(lst) && ust != lst)
 		return RECON_CLASS_STATUS_MISMATCH;
 	if (ust == RECON_ST_PENDING)
-		cmp->counts.in_flight++;
+		counts->in_flight++;
 	return RECON_CLASS_MATCHED;
 }
 
@@ -1666,25 +1670,31 @@ static int diff_cmp(const void *a, const void *b)
 	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
-void recon_compare_classify(struct recon_compare *cmp)
+/* One partition's classes: its own counts and differences (unsorted). */
+struct classified {
+	struct recon_compare *cmp;
+	int pi;
+	struct recon_compare_counts counts;
+	struct recon_diff *diffs;
+	size_t n, alloc;
+};
+
+static void classify_part(struct classified *out)
 {
-	size_t nd = 0, ad = 0;
+	struct recon_compare *cmp = out->cmp;
+	struct recon_compare_counts *c = &out->counts;
+	const int pi = out->pi;
 	struct keyent tmp;
 
-	memset(&cmp->counts, 0, sizeof(cmp->counts));
-	free(cmp->diffs);
-	cmp->diffs = NULL;
-	if (cmp->nsettled)
-		qsort(cmp->settled, cmp->nsettled, sizeof(*cmp->settled), settled_cmp);
-	FOR_EACH_REC(cmp, r, {
+	FOR_EACH_REC_OF(cmp, pi, r, {
 		const struct keyent *k;
 		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
 			/* a row of this key is unreadable: no class can be asserted */
 			k = view(cmp, r, &tmp);
 			r->klass = -1;
-			cmp->counts.keys_rejected++;
-			cmp->counts.rows_other[0] += k->n_up;
-			cmp->counts.rows_other[1] += k->n_local;
+			c->keys_rejected++;
+			c->rows_other[0] += k->n_up;
+			c->rows_other[1] += k->n_local;
 			continue;
 		}
 		k = view(cmp, r, &tmp);
@@ -1693,21 +1703,21 @@ void recon_compare_classify(struct recon_compare *cmp)
 		/* a local-only key the previous window's statement already settled */
 		if (!owned(cmp, k) || (!k->n_up && is_settled(cmp, r->key, r->key_len))) {
 			r->klass = -1;
-			cmp->counts.rows_other[0] += k->n_up;
-			cmp->counts.rows_other[1] += k->n_local;
+			c->rows_other[0] += k->n_up;
+			c->rows_other[1] += k->n_local;
 			continue;
 		}
-		r->klass = (int8_t)classify_key(cmp, k);
-		cmp->counts.keys_owned++;
-		cmp->counts.rows_owned[0] += k->n_up;
-		cmp->counts.rows_owned[1] += k->n_local;
+		r->klass = (int8_t)classify_key(cmp, k, c);
+		c->keys_owned++;
+		c->rows_owned[0] += k->n_up;
+		c->rows_owned[1] += k->n_local;
 		if (r->klass == RECON_CLASS_MATCHED) {
-			cmp->counts.matched++;
+			c->matched++;
 			continue;
 		}
-		cmp->counts.classes[r->klass]++;
-		recon_grow((void **)&cmp->diffs, &ad, nd + 1, sizeof(*cmp->diffs));
-		struct recon_diff *d = &cmp->diffs[nd++];
+		c->classes[r->klass]++;
+		recon_grow((void **)&out->diffs, &out->alloc, out->n + 1, sizeof(*out->diffs));
+		struct recon_diff *d = &out->diffs[out->n++];
 		memset(d, 0, sizeof(*d));
 		d->key = r->key;
 		d->key_len = r->key_len;
@@ -1734,6 +1744,60 @@ void recon_compare_classify(struct recon_compare *cmp)
 			d->local.looked_up = (k->local.flags & RECON_ROW_LOOKED_UP) != 0;
 		}
 	})
+}
+
+static void *classify_part_thread(void *arg)
+{
+	classify_part(arg);
+	return NULL;
+}
+
+/* The two partitions are classified on two threads (they share nothing but reads). */
+void recon_compare_classify(struct recon_compare *cmp)
+{
+	struct classified part[NPART];
+	pthread_t th;
+	bool threaded;
+	size_t nd = 0;
+
+	memset(&cmp->counts, 0, sizeof(cmp->counts));
+	free(cmp->diffs);
+	cmp->diffs = NULL;
+	if (cmp->nsettled)
+		qsort(cmp->settled, cmp->nsettled, sizeof(*cmp->settled), settled_cmp);
+	memset(part, 0, sizeof(part));
+	for (int i = 0; i < NPART; i++) {
+		part[i].cmp = cmp;
+		part[i].pi = i;
+	}
+	threaded = pthread_create(&th, NULL, classify_part_thread, &part[1]) == 0;
+	classify_part(&part[0]);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		classify_part(&part[1]);
+	for (int i = 0; i < NPART; i++) {
+		const struct recon_compare_counts *c = &part[i].counts;
+		cmp->counts.keys_owned += c->keys_owned;
+		cmp->counts.matched += c->matched;
+		cmp->counts.in_flight += c->in_flight;
+		cmp->counts.keys_rejected += c->keys_rejected;
+		for (int s = 0; s < 2; s++) {
+			cmp->counts.rows_owned[s] += c->rows_owned[s];
+			cmp->counts.rows_other[s] += c->rows_other[s];
+		}
+		for (int k = 0; k < RECON_CLASS__COUNT; k++)
+			cmp->counts.classes[k] += c->classes[k];
+		nd += part[i].n;
+	}
+	cmp->diffs = recon_xmalloc(recon_st_mult(nd ? nd : 1, sizeof(*cmp->diffs)));
+	nd = 0;
+	for (int i = 0; i < NPART; i++) {
+		if (part[i].n)
+			memcpy(cmp->diffs + nd, part[i].diffs, part[i].n * sizeof(*cmp->diffs));
+		nd += part[i].n;
+		free(part[i].diffs);
+	}
 	if (nd)
 		qsort(cmp->diffs, nd, sizeof(*cmp->diffs), diff_cmp);
 	cmp->ndiffs = nd;

@@ -463,6 +463,25 @@ out:
 	return rc;
 }
 
+/* The JSON lines of the differences (recon_report_diff_json), on a thread of their own. */
+struct render {
+	const struct recon_job *job;
+	const struct recon_diff *diffs;
+	char **json;
+	size_t n;
+	const char *up_name, *local_name;
+};
+
+static void *render_thread(void *arg)
+{
+	struct render *r = arg;
+
+	for (size_t i = 0; i < r->n; i++)
+		r->json[i] =
+		    recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
+	return NULL;
+}
+
 /* Wall time per phase of a run, logged at debug level (recon run --verbose). */
 #define PHASES_MAX 12
 struct phases {
@@ -640,16 +659,28 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	recon_compare_classify(cmp);
 	sum->counts = *recon_compare_counts(cmp);
 	phase_mark(&ph, "classify");
-	if (statement) {
-		struct boundary b = {0};
-		recon_compare_boundary_keys(cmp, boundary_one, &b);
-		rc = recon_state_boundary_save(st, job->name, recon_mode_name(ctx->mode), win->end,
-					       b.keys, b.lens, b.n, err);
-		free(b.keys);
-		free(b.lens);
+	/* the difference lines are built on a second thread while the boundary keys are stored */
+	diffs = recon_compare_diffs(cmp, &ndiffs);
+	json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
+	{
+		struct render rj = {job, diffs, json, ndiffs, up->name, local->name};
+		pthread_t th;
+		bool threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
+		if (statement) {
+			struct boundary b = {0};
+			recon_compare_boundary_keys(cmp, boundary_one, &b);
+			rc = recon_state_boundary_save(st, job->name, recon_mode_name(ctx->mode),
+						       win->end, b.keys, b.lens, b.n, err);
+			free(b.keys);
+			free(b.lens);
+		}
+		if (threaded)
+			pthread_join(th, NULL);
+		else
+			render_thread(&rj);
 		if (rc < 0)
 			goto fail;
-		phase_mark(&ph, "boundary");
+		phase_mark(&ph, "boundary+report");
 	}
 
 	rejects_stored = true;
@@ -664,11 +695,6 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		goto fail;
 	}
 
-	diffs = recon_compare_diffs(cmp, &ndiffs);
-	json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
-	for (size_t i = 0; i < ndiffs; i++)
-		json[i] = recon_report_diff_json(job, &diffs[i], up->name, local->name);
-	phase_mark(&ph, "report");
 	if ((rc = recon_state_record_diffs(st, job->name, sum->run_id, ctx->now, diffs, json,
 					   ndiffs, cmp, !ctx->dry_run, &sum->resolved, err)) < 0)
 		goto fail;
