@@ -173,7 +173,13 @@ int recon_state_open(struct recon_state **out, const char *path, bool writable,
 	}
 	sqlite3_busy_timeout(st->db, 10000);
 	if (writable) {
-		if ((rc = exec(st, "PRAGMA journal_mode = WAL", err)) < 0 ||
+		/*
+		 * 64 KiB pages (a new store only; an existing one keeps its size):
+		 * a run writes its differences as a bulk of ~350-byte rows, and
+		 * 140,000 of them took 0.59 s with 4 KiB pages, 0.24 s with these.
+		 */
+		if ((rc = exec(st, "PRAGMA page_size = 65536", err)) < 0 ||
+		    (rc = exec(st, "PRAGMA journal_mode = WAL", err)) < 0 ||
 		    /*
 		     * NORMAL in WAL mode: a power loss may drop the last commits, but
 		     * commits stay in order, so a watermark that survives never
