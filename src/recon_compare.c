@@ -50,8 +50,9 @@ int recon_class_from_name(const char *name)
  * the threads interleave.
  */
 
-#define NPART	   2
-#define PART_OF(h) ((int)((h) >> 63))
+#define NPART 2
+/* Partition 0 holds the hashes whose top 32 bits are below cmp->split (recon_compare_balance). */
+#define PART_OF(cmp, h) ((int)((uint32_t)((h) >> 32) >= (cmp)->split))
 
 /* The full fold state of one key (a widened record). */
 struct keyent {
@@ -288,6 +289,7 @@ struct recon_compare {
 	int64_t now;
 	bool upstream_is_statement;
 	int64_t tbase, tlo, thi;  /* narrow times: tbase + int32 */
+	uint32_t split;		  /* partition of a hash: PART_OF */
 	struct recon_arena arena; /* recon_compare_arena(): the caller's */
 	struct part part[NPART];
 	struct slots ids; /* entry ids seen upstream: packed in idstore */
@@ -391,6 +393,7 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	cmp->tbase = win->start;
 	if (cmp->tbase < INT64_MIN / 2 || cmp->tbase > INT64_MAX / 2)
 		cmp->tbase = 0;
+	cmp->split = UINT32_C(1) << 31;
 	cmp->tlo = cmp->tbase + INT32_MIN;
 	cmp->thi = cmp->tbase + INT32_MAX;
 	recon_arena_init(&cmp->arena);
@@ -526,7 +529,7 @@ static inline bool bytes_eq(const void *a, const void *b, size_t n)
 static struct krec *find_rec(const struct recon_compare *cmp, const char *key, size_t len,
 			     uint64_t h)
 {
-	const struct part *p = &cmp->part[PART_OF(h)];
+	const struct part *p = &cmp->part[PART_OF(cmp, h)];
 	const struct slots *t = &p->keys;
 	const uint32_t tag = (uint32_t)h;
 
@@ -901,6 +904,15 @@ static void reject_key(struct part *p, int side, const struct recon_row *row, ui
 	r->fl |= side == RECON_SIDE_LOCAL ? F_REJ_LOC : F_REJ_UP;
 }
 
+void recon_compare_balance(struct recon_compare *cmp, unsigned upstream_share)
+{
+	if (upstream_share < 10)
+		upstream_share = 10;
+	if (upstream_share > 90)
+		upstream_share = 90;
+	cmp->split = (uint32_t)(((uint64_t)upstream_share << 32) / 100);
+}
+
 void recon_compare_speculate_ids(struct recon_compare *cmp)
 {
 	cmp->speculate = true;
@@ -978,14 +990,14 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 	} else if (side != RECON_SIDE_LOCAL && row->entry_id) {
 		iddup = id_seen(cmp, row);
 	}
-	apply(cmp, &cmp->part[PART_OF(h)], side, h, row, iddup);
+	apply(cmp, &cmp->part[PART_OF(cmp, h)], side, h, row, iddup);
 }
 
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row)
 {
 	uint64_t h = key_hash(row->key, row->key_len);
 
-	reject_key(&cmp->part[PART_OF(h)], side, row, h);
+	reject_key(&cmp->part[PART_OF(cmp, h)], side, row, h);
 }
 
 /* Grows a table to hold n entries under the 0.7 load limit. */
@@ -1283,7 +1295,7 @@ static void put_row(struct recon_compare_feeder *f, struct batch **bp,
 static void route(struct recon_compare_feeder *f, struct wire *w, const char *key)
 {
 	w->id_len = 0;
-	if (PART_OF(w->h) == f->side)
+	if (PART_OF(f->cmp, w->h) == f->side)
 		put_row(f, &f->self, flush_self, w, key, NULL);
 	else
 		put_row(f, &f->out, send_out, w, key, NULL);

@@ -300,7 +300,8 @@ static void gate_open(struct gate *g, int state)
  * its first 256 KiB; 0 when unknown (a database, a zip, an unreadable file).
  * It only sizes the compare's tables up front.
  */
-static uint64_t csv_rows_estimate(const struct recon_side *side, const struct recon_window *win)
+static uint64_t csv_rows_estimate(const struct recon_side *side, const struct recon_window *win,
+				  uint64_t *bytes)
 {
 	const size_t sample = (size_t)256 << 10;
 	char *path = NULL, *buf = NULL;
@@ -310,6 +311,7 @@ static uint64_t csv_rows_estimate(const struct recon_side *side, const struct re
 	size_t len;
 	int fd = -1;
 
+	*bytes = 0;
 	if (side->kind != RECON_KIND_CSV || !side->path)
 		return 0;
 	path = recon_job_expand_path(side->path, win->day);
@@ -331,6 +333,7 @@ static uint64_t csv_rows_estimate(const struct recon_side *side, const struct re
 		lines += buf[i] == '\n';
 	if (n > 0 && lines)
 		rows = (uint64_t)st.st_size / ((uint64_t)n / lines);
+	*bytes = (uint64_t)st.st_size;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -356,11 +359,22 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 
 	up->t0 = local->t0 = monotonic_ms();
 	{
-		uint64_t nu = csv_rows_estimate(up->side, up->win);
-		uint64_t nl = csv_rows_estimate(local->side, local->win);
+		uint64_t bu, bl;
+		uint64_t nu = csv_rows_estimate(up->side, up->win, &bu);
+		uint64_t nl = csv_rows_estimate(local->side, local->win, &bl);
 		/* a statement in a regular file can be read again if the speculation fails */
 		if (speculate && nu && up->side->kind == RECON_KIND_CSV)
 			recon_compare_speculate_ids(up->cmp);
+		/*
+		 * Reading (and hashing) costs about its bytes: the side with the
+		 * bigger file applies fewer keys, so both threads end together
+		 * (50/50 ran 4.3 s against 3.2 s on a 900 MB statement and a 530 MB
+		 * flow; 30/70 ended both at 3.2 s).
+		 */
+		if (bu && bl)
+			recon_compare_balance(
+			    up->cmp,
+			    (unsigned)(50 - 80 * ((int64_t)bu - (int64_t)bl) / (int64_t)(bu + bl)));
 		recon_compare_reserve(up->cmp, nu > nl ? nu : nl, nu);
 	}
 	local->progress = !ctx->quiet && isatty(STDERR_FILENO);
