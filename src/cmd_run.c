@@ -32,7 +32,7 @@ static const char run_usage[] =
 
 static const char rerun_usage[] =
     "usage: recon rerun --job FILE --from YYYY-MM-DD --to YYYY-MM-DD [--dry-run] [--json] "
-    "[--quiet]\n"
+    "[--quiet | --verbose]\n"
     "\n"
     "Recomputes each business day from --from to --to (inclusive). Differences are\n"
     "upserted; the watermark never moves backwards.\n";
@@ -64,6 +64,13 @@ static void print_json(const struct recon_ctx *ctx, const struct recon_run_summa
 	json_object_set_new(
 	    rows, "other_window",
 	    json_integer((json_int_t)(s->counts.rows_other[0] + s->counts.rows_other[1])));
+	{
+		/* keys looked up by key beyond the read range, per side */
+		json_t *l = json_object();
+		json_object_set_new(l, "upstream", json_integer((json_int_t)s->lookups[0]));
+		json_object_set_new(l, "local", json_integer((json_int_t)s->lookups[1]));
+		json_object_set_new(rows, "looked_up", l);
+	}
 	json_object_set_new(o, "rows", rows);
 	for (int c = 0; c < RECON_CLASS__COUNT; c++)
 		json_object_set_new(d, recon_class_name((enum recon_class)c),
