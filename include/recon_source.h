@@ -93,11 +93,16 @@ unsigned recon_source_sql_select(const struct recon_side *side, char q, struct r
 				 int colidx[RECON_COL__COUNT]);
 
 /*
- * True when p[0..n) is decimal integer text (optional sign, at most 19
- * digits) that an integer key column can hold: database readers turn other
- * keys into "no rows" instead of a type error that would abort the snapshot.
+ * Keys an integer key column can hold; database readers turn other keys into
+ * "no rows" instead of binding them. recon_source_int_text: decimal integer
+ * text (optional sign, digits), any length (MySQL compares a non-number with
+ * an integer column as 0 and a number of any size exactly). recon_source_int_in:
+ * such text whose value lies in [lo, hi] (lo <= 0 <= hi), leading zeros
+ * allowed (PostgreSQL fails the statement, and with it the snapshot's
+ * transaction, on a value beyond the column's type).
  */
 bool recon_source_int_text(const char *p, size_t n);
+bool recon_source_int_in(const char *p, size_t n, int64_t lo, int64_t hi);
 
 /* Thin wrappers. */
 RECON_MUSTCHECK int recon_source_open(struct recon_source **out, const struct recon_side *side,

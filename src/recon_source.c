@@ -83,11 +83,28 @@ unsigned recon_source_sql_select(const struct recon_side *side, char q, struct r
 	return (unsigned)n;
 }
 
+bool recon_source_int_in(const char *p, size_t n, int64_t lo, int64_t hi)
+{
+	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
+	const bool neg = n && *p == '-';
+	uint64_t v = 0;
+
+	if (!recon_source_int_text(p, n))
+		return false;
+	while (i < n - 1 && p[i] == '0') /* leading zeros say nothing */
+		i++;
+	if (n - i > 19)
+		return false; /* 10^19 and beyond: outside every integer column */
+	for (; i < n; i++)
+		v = v * 10 + (uint64_t)(p[i] - '0'); /* < 10^19 < 2^64 */
+	return neg ? v <= (uint64_t)0 - (uint64_t)lo : v <= (uint64_t)hi;
+}
+
 bool recon_source_int_text(const char *p, size_t n)
 {
 	size_t i = (n && (*p == '-' || *p == '+')) ? 1 : 0;
 
-	if (i == n || n - i > 19)
+	if (i == n)
 		return false;
 	for (; i < n; i++)
 		if (p[i] < '0' || p[i] > '9')

@@ -512,12 +512,23 @@ static int lookup_start(struct pg_source *s, struct recon_err *err)
 
 /*
  * A key no row can hold yields no rows instead of an error that would abort
- * the transaction: a NUL byte, or a non-number for an integer key column.
+ * the transaction: a NUL byte, or for an integer key column a non-number or
+ * a number beyond the column's type.
  */
 static bool key_fits(Oid t, const char *p, size_t len)
 {
-	return !memchr(p, '\0', len) && !((t == PG_INT2OID || t == PG_INT4OID || t == PG_INT8OID) &&
-					  !recon_source_int_text(p, len));
+	if (memchr(p, '\0', len))
+		return false;
+	switch (t) {
+	case PG_INT2OID:
+		return recon_source_int_in(p, len, INT16_MIN, INT16_MAX);
+	case PG_INT4OID:
+		return recon_source_int_in(p, len, INT32_MIN, INT32_MAX);
+	case PG_INT8OID:
+		return recon_source_int_in(p, len, INT64_MIN, INT64_MAX);
+	default:
+		return true;
+	}
 }
 
 static int pg_lookup(struct recon_source *src, const char *const *parts, const size_t *lens,

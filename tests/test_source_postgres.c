@@ -57,6 +57,7 @@ struct fx {
 	struct recon_tz *sh;  /* Asia/Shanghai */
 	struct recon_tz *utc; /* UTC */
 	bool big_loaded;
+	struct recon_source *many; /* the lookup_many tests' source, closed by many_teardown() */
 };
 
 static const char *dsn_or_skip(const char *var)
@@ -499,6 +500,502 @@ static void test_source_postgres_lookup(void **state)
 	assert_int_equal(err.code, 0);
 }
 
+/* ---- lookup_many ---- */
+
+#define MANY_TABLE    "t_pg_many"
+#define MANY_ROWS_MAX 1024
+
+/*
+ * Keys that matter to the array literal {"k1","k2"} or to SQL; one row
+ * each in MANY_TABLE, stored through a bound parameter.
+ */
+static const char *const special_keys[] = {
+    "q\"uote",
+    "\"",
+    "back\\slash",
+    "\\",
+    "\\\"",
+    "a,b",
+    "{x",
+    "y}",
+    "{}",
+    "a b",
+    " lead",
+    "trail ",
+    " ",
+    "NULL",
+    "",
+    "订单",
+    "订单-2024\\\"{,}",
+};
+#define NSPECIAL (sizeof(special_keys) / sizeof(special_keys[0]))
+
+/*
+ * MANY_TABLE: 600 keys K0000..K0599, 'a', 'b', 'dup' twice, a NULL key,
+ * the special keys, and integer keys in n (bigint) and n4 (integer). Every
+ * row is inside the 2024-01-16 window (Asia/Shanghai).
+ */
+static void load_many(struct fx *fx)
+{
+	sql(fx, "DROP TABLE IF EXISTS " MANY_TABLE);
+	sql(fx, "CREATE TABLE " MANY_TABLE " (id serial PRIMARY KEY, k text, n bigint, "
+		"n4 integer, at timestamp NOT NULL DEFAULT '2024-01-16 10:00:00')");
+	sql(fx, "INSERT INTO " MANY_TABLE " (k) SELECT 'K' || lpad(g::text, 4, '0') "
+		"FROM generate_series(0, 599) g");
+	sql(fx, "INSERT INTO " MANY_TABLE " (k, n, n4) VALUES ('a', NULL, NULL), "
+		"('b', NULL, NULL), ('dup', NULL, NULL), ('dup', NULL, NULL), (NULL, NULL, NULL), "
+		"('int-42', 42, 42), ('int-m7', -7, -7), ('int-0', 0, 0), "
+		"('int-1000', 1000, 1000), ('int-max', 9223372036854775807, 2147483647)");
+	for (size_t i = 0; i < NSPECIAL; i++) {
+		const char *v[1] = {special_keys[i]};
+		PGresult *r = PQexecParams(fx->admin, "INSERT INTO " MANY_TABLE " (k) VALUES ($1)",
+					   1, NULL, v, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			fail_msg("insert '%s': %s", special_keys[i], PQresultErrorMessage(r));
+		PQclear(r);
+	}
+}
+
+/* A side reading MANY_TABLE by the one-column key `key`. */
+static void many_side(struct recon_side *side, struct fx *fx, const char *key)
+{
+	side_init(side, MANY_TABLE, fx->sh);
+	side->cols[RECON_COL_KEY0] = (char *)key;
+	side->cols[RECON_COL_TIME] = (char *)"at";
+}
+
+/*
+ * Opens side into fx->many, which many_teardown() closes even when the test
+ * failed half-way: a source left open keeps its snapshot and its lock on
+ * MANY_TABLE, and the next test's DROP TABLE would wait for it.
+ */
+static struct recon_source *many_open(struct fx *fx, const struct recon_side *side,
+				      const struct recon_window *w)
+{
+	recon_source_close(fx->many);
+	fx->many = NULL;
+	fx->many = open_ok(side, w);
+	return fx->many;
+}
+
+static void many_close(struct fx *fx)
+{
+	recon_source_close(fx->many);
+	fx->many = NULL;
+}
+
+static int many_teardown(void **state)
+{
+	many_close(*state);
+	return 0;
+}
+
+/* recon_source_lookup_many() on NUL-terminated keys; must succeed. */
+static void lookup_many_ok(struct recon_source *src, const struct recon_side *side, size_t n,
+			   const char *const *keys)
+{
+	size_t lens[RECON_LOOKUP_BATCH];
+	struct recon_err err;
+	int rc;
+
+	assert_true(n <= RECON_LOOKUP_BATCH);
+	for (size_t i = 0; i < n; i++)
+		lens[i] = strlen(keys[i]);
+	recon_err_init(&err);
+	rc = recon_source_lookup_many(src, side, n, keys, lens, &err);
+	if (rc != 0)
+		fail_msg("lookup_many: rc %d: %s: %s", rc, err.where, err.msg);
+	assert_int_equal(err.code, 0);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Reads every row left and compares their keys, as a sorted multiset, with
+ * want[0..nwant): each wanted row once, no other. A NULL key reads "(null)".
+ */
+static void expect_keys(struct recon_source *src, const char *const *want, size_t nwant)
+{
+	const struct recon_raw_row *row;
+	struct recon_err err;
+	char **got = calloc(MANY_ROWS_MAX, sizeof(*got));
+	const char **exp = calloc(nwant ? nwant : 1, sizeof(*exp));
+	char msg[512] = "";
+	size_t n = 0;
+	int rc;
+
+	assert_non_null(got);
+	assert_non_null(exp);
+	recon_err_init(&err);
+	while ((rc = recon_source_next(src, &row, &err)) == RECON_ROW && n < MANY_ROWS_MAX) {
+		got[n++] = row->val[RECON_COL_KEY0]
+			       ? strndup(row->val[RECON_COL_KEY0], row->len[RECON_COL_KEY0])
+			       : strdup("(null)");
+		assert_non_null(got[n - 1]);
+	}
+	if (rc < 0)
+		snprintf(msg, sizeof(msg), "next: %s: %s", err.where, err.msg);
+	else if (rc == RECON_ROW)
+		snprintf(msg, sizeof(msg), "more than %d rows", MANY_ROWS_MAX);
+	else if (recon_source_next(src, &row, &err) != RECON_DONE)
+		snprintf(msg, sizeof(msg), "next() after RECON_DONE did not say done again");
+	if (nwant)
+		memcpy(exp, want, nwant * sizeof(*exp));
+	qsort(got, n, sizeof(*got), cmp_str);
+	qsort(exp, nwant, sizeof(*exp), cmp_str);
+	for (size_t i = 0; !*msg && i < (n > nwant ? n : nwant); i++)
+		if (i >= n || i >= nwant || strcmp(got[i], exp[i]))
+			snprintf(msg, sizeof(msg),
+				 "lookup_many: %zu rows, want %zu (or other keys)", n, nwant);
+	if (*msg) {
+		for (size_t i = 0; i < n; i++)
+			print_message("got  [%zu] '%s'\n", i, got[i]);
+		for (size_t i = 0; i < nwant; i++)
+			print_message("want [%zu] '%s'\n", i, exp[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(got[i]);
+	free(got);
+	free(exp);
+	if (*msg)
+		fail_msg("%s", msg);
+}
+
+/* A one-key lookup of `key` finds exactly the rows want[0..nwant). */
+static void lookup_one(struct recon_source *src, const char *key, const char *const *want,
+		       size_t nwant)
+{
+	const char *parts[1] = {key};
+	size_t lens[1] = {strlen(key)};
+	struct recon_err err;
+	int rc;
+
+	recon_err_init(&err);
+	rc = recon_source_lookup(src, parts, lens, &err);
+	if (rc != 0)
+		fail_msg("lookup '%s': rc %d: %s: %s", key, rc, err.where, err.msg);
+	expect_keys(src, want, nwant);
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Found and missing keys in one batch: exactly the found ones' rows, each once. */
+static void test_source_postgres_lookup_many_found_and_missing(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	static const char *const keys[] = {"K0001",  "nope-1", "K0003", "dup",
+					   "nope-2", "a",      "K9999", "K0599"};
+	static const char *const want[] = {"K0001", "K0003", "dup", "dup", "a", "K0599"};
+	static const char *const none[] = {"nope-1", "nope-2"};
+	static const char *const k5[] = {"K0005"};
+	struct recon_source *src;
+	struct recon_side side;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "k");
+	src = many_open(fx, &side, &w);
+	assert_int_equal(drain(src, NULL, 0), 600 + 4 + 1 + 5 + NSPECIAL);
+	lookup_many_ok(src, &side, N(keys), keys);
+	expect_keys(src, want, N(want));
+	/* the connection is reusable: a one-key lookup, then another batch */
+	lookup_one(src, "K0005", k5, 1);
+	lookup_many_ok(src, &side, N(none), none);
+	expect_keys(src, NULL, 0);
+	lookup_many_ok(src, &side, N(keys), keys);
+	expect_keys(src, want, N(want));
+	many_close(fx);
+}
+
+/* Keys with characters that matter to the array literal are data. */
+static void test_source_postgres_lookup_many_special_keys(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	/* none stored: each would find 'a' and 'b' if pasted into the literal unescaped */
+	static const char *const inject[] = {"{a,b}",  "a\",\"b", "\"a\",\"b\"", "a\\\",\"b",
+					     "NULL,a", "a}",	  "{a}"};
+	static const char *const ab[] = {"a,b"};
+	static const char *const only_a[] = {"a"};
+	static const char *const null_key[] = {"NULL"};
+	static const char *const empty_key[] = {""};
+	struct recon_source *src;
+	struct recon_side side;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "k");
+	src = many_open(fx, &side, &w);
+	/* all of them at once: each row once, not 'a', 'b' nor the NULL key */
+	lookup_many_ok(src, &side, NSPECIAL, special_keys);
+	expect_keys(src, special_keys, NSPECIAL);
+	/* one at a time, as the only key of a batch */
+	for (size_t i = 0; i < NSPECIAL; i++) {
+		print_message("key '%s'\n", special_keys[i]);
+		lookup_many_ok(src, &side, 1, &special_keys[i]);
+		expect_keys(src, &special_keys[i], 1);
+	}
+	lookup_many_ok(src, &side, 1, ab);
+	expect_keys(src, ab, 1);
+	lookup_many_ok(src, &side, N(inject), inject);
+	expect_keys(src, NULL, 0);
+	{
+		const char *mixed[] = {"a", "{a,b}", "a\",\"b"};
+		lookup_many_ok(src, &side, N(mixed), mixed);
+		expect_keys(src, only_a, 1);
+	}
+	/* 'NULL' the text is not SQL NULL; "" is not NULL either */
+	lookup_many_ok(src, &side, 1, null_key);
+	expect_keys(src, null_key, 1);
+	lookup_many_ok(src, &side, 1, empty_key);
+	expect_keys(src, empty_key, 1);
+	many_close(fx);
+}
+
+/* RECON_LOOKUP_BATCH keys in one batch, one key, and one key too many. */
+static void test_source_postgres_lookup_many_batch_sizes(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	static char names[RECON_LOOKUP_BATCH + 1][8];
+	const char *keys[RECON_LOOKUP_BATCH + 1];
+	size_t lens[RECON_LOOKUP_BATCH + 1];
+	static const char *const one[] = {"K0599"};
+	struct recon_source *src;
+	struct recon_side side;
+	struct recon_err err;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "k");
+	for (int i = 0; i <= RECON_LOOKUP_BATCH; i++) {
+		snprintf(names[i], sizeof(names[i]), "K%04d", i);
+		keys[i] = names[i];
+		lens[i] = strlen(names[i]);
+	}
+	src = many_open(fx, &side, &w);
+	lookup_many_ok(src, &side, RECON_LOOKUP_BATCH, keys);
+	expect_keys(src, keys, RECON_LOOKUP_BATCH);
+	lookup_many_ok(src, &side, 1, one);
+	expect_keys(src, one, 1);
+	/* one too many: not this call's job (the caller falls back), no error */
+	recon_err_init(&err);
+	assert_int_equal(
+	    recon_source_lookup_many(src, &side, RECON_LOOKUP_BATCH + 1, keys, lens, &err),
+	    RECON_ENOTFOUND);
+	assert_int_equal(err.code, 0);
+	/* the last full batch, shifted by one: still all found */
+	lookup_many_ok(src, &side, RECON_LOOKUP_BATCH, keys + 1);
+	expect_keys(src, keys + 1, RECON_LOOKUP_BATCH);
+	many_close(fx);
+}
+
+/* An integer key column: only integer text matches; the rest breaks nothing. */
+static void test_source_postgres_lookup_many_integer_key(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	/* "42\0" (3 bytes): a NUL byte no row can hold, not "42" */
+	const char *keys[] = {"42", "abc", "-7", "1e3", "", "42\0", " 0", "0x10"};
+	size_t lens[] = {2, 3, 2, 3, 0, 3, 2, 4};
+	static const char *const want[] = {"42", "-7"};
+	static const char *const k1000[] = {"1000"};
+	static const char *const k0[] = {"0"};
+	const struct recon_raw_row *row;
+	struct recon_source *src;
+	struct recon_side side;
+	struct recon_err err;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "n");
+	src = many_open(fx, &side, &w);
+	recon_err_init(&err);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	assert_int_equal(recon_source_lookup_many(src, &side, N(keys), keys, lens, &err), 0);
+	assert_int_equal(err.code, 0);
+	expect_keys(src, want, N(want));
+	/* the transaction is still usable */
+	lookup_one(src, "1000", k1000, 1);
+	lookup_many_ok(src, &side, 1, k0);
+	expect_keys(src, k0, 1);
+	/* a NUL byte in a text key: skipped too, the others found */
+	{
+		const char *tk[] = {"K0001", "K0002\0x", "K0003"};
+		size_t tl[] = {5, 7, 5};
+		static const char *const tw[] = {"K0001", "K0003"};
+		side.cols[RECON_COL_KEY0] = (char *)"k";
+		many_close(fx);
+		src = many_open(fx, &side, &w);
+		recon_err_init(&err);
+		assert_int_equal(recon_source_lookup_many(src, &side, N(tk), tk, tl, &err), 0);
+		expect_keys(src, tw, N(tw));
+	}
+	many_close(fx);
+	assert_int_equal(err.code, 0);
+}
+
+/* No key any row can hold: 0, no query, and next() says done. */
+static void test_source_postgres_lookup_many_all_unfit(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	const char *keys[] = {"abc", "1e3", "", "4\0002"};
+	size_t lens[] = {3, 3, 0, 3};
+	static const char *const k42[] = {"42"};
+	const struct recon_raw_row *row;
+	struct recon_source *src;
+	struct recon_side side;
+	struct recon_err err;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "n");
+	src = many_open(fx, &side, &w);
+	recon_err_init(&err);
+	/* a pending scan, then a pending lookup: neither may leak into the empty batch */
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	assert_int_equal(recon_source_lookup_many(src, &side, N(keys), keys, lens, &err), 0);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_DONE);
+	lookup_many_ok(src, &side, 1, k42);
+	assert_int_equal(recon_source_lookup_many(src, &side, N(keys), keys, lens, &err), 0);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_DONE);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_DONE);
+	/* n = 0 is the same */
+	assert_int_equal(recon_source_lookup_many(src, &side, 0, keys, lens, &err), 0);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_DONE);
+	lookup_many_ok(src, &side, 1, k42);
+	expect_keys(src, k42, 1);
+	many_close(fx);
+	assert_int_equal(err.code, 0);
+}
+
+/* A composite key: not this call's job, no error; the one-key lookup still works. */
+static void test_source_postgres_lookup_many_composite_key(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	static const char *const keys[] = {"int-42", "int-m7"};
+	const size_t lens[] = {6, 6};
+	const char *parts[2] = {"int-42", "42"};
+	const size_t plens[2] = {6, 2};
+	const struct recon_raw_row *row;
+	struct recon_source *src;
+	struct recon_side side;
+	struct recon_err err;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "k");
+	side.nkey = 2;
+	side.cols[RECON_COL_KEY1] = (char *)"n";
+	src = many_open(fx, &side, &w);
+	recon_err_init(&err);
+	assert_int_equal(recon_source_lookup_many(src, &side, N(keys), keys, lens, &err),
+			 RECON_ENOTFOUND);
+	assert_int_equal(err.code, 0);
+	assert_int_equal(recon_source_lookup(src, parts, plens, &err), 0);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	assert_val(row, RECON_COL_KEY0, "int-42");
+	assert_val(row, RECON_COL_KEY1, "42");
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_DONE);
+	many_close(fx);
+	assert_int_equal(err.code, 0);
+}
+
+/* Before the scan (or a lookup) is drained: the rest of it is dropped. */
+static void test_source_postgres_lookup_many_after_partial_scan(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	static const char *const keys[] = {"K0100", "nope", "K0200", "dup"};
+	static const char *const want[] = {"K0100", "K0200", "dup", "dup"};
+	static const char *const k7[] = {"K0007"};
+	const struct recon_raw_row *row;
+	struct recon_source *src;
+	struct recon_side side;
+	struct recon_err err;
+
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, "k");
+	src = many_open(fx, &side, &w);
+	recon_err_init(&err);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	lookup_many_ok(src, &side, N(keys), keys);
+	expect_keys(src, want, N(want));
+	/* a batch read in part, then a one-key lookup, then a batch again */
+	lookup_many_ok(src, &side, N(keys), keys);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	lookup_one(src, "K0007", k7, 1);
+	lookup_many_ok(src, &side, N(keys), keys);
+	assert_int_equal(recon_source_next(src, &row, &err), RECON_ROW);
+	lookup_many_ok(src, &side, N(keys), keys);
+	expect_keys(src, want, N(want));
+	many_close(fx);
+	assert_int_equal(err.code, 0);
+}
+
+/*
+ * Integer text out of the key column's range is a key no row can hold either:
+ * a batch with it finds the others' rows, a batch of only such keys finds
+ * nothing, with no error (one such key must not abort the snapshot), and a
+ * later lookup still works.
+ */
+static void out_of_range(struct fx *fx, const char *col, const char *const *in, size_t nin,
+			 const char *const *out, size_t nout)
+{
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	const char *keys[8];
+	static const char *const k42[] = {"42"};
+	struct recon_source *src;
+	struct recon_side side;
+
+	assert_true(nin + nout <= 8);
+	memcpy(keys, in, nin * sizeof(*keys));
+	memcpy(keys + nin, out, nout * sizeof(*keys));
+	load_many(fx);
+	setenv(TEST_VAR, dsn, 1);
+	many_side(&side, fx, col);
+	src = many_open(fx, &side, &w);
+	lookup_many_ok(src, &side, nin + nout, keys);
+	expect_keys(src, in, nin);
+	lookup_many_ok(src, &side, nout, out);
+	expect_keys(src, NULL, 0);
+	lookup_one(src, "42", k42, 1);
+	many_close(fx);
+}
+
+static void test_source_postgres_lookup_many_bigint_out_of_range(void **state)
+{
+	static const char *const in[] = {"42", "9223372036854775807"};
+	static const char *const out[] = {"9223372036854775808", "-9223372036854775809",
+					  "9999999999999999999"};
+
+	out_of_range(*state, "n", in, N(in), out, N(out));
+}
+
+static void test_source_postgres_lookup_many_int4_out_of_range(void **state)
+{
+	static const char *const in[] = {"42", "2147483647"};
+	static const char *const out[] = {"3000000000", "-2147483649"};
+
+	out_of_range(*state, "n4", in, N(in), out, N(out));
+}
+
 /* A login with SELECT on the one table and nothing else runs scan and lookups. */
 static void test_source_postgres_select_only_user(void **state)
 {
@@ -772,6 +1269,20 @@ int main(void)
 	    cmocka_unit_test(test_source_postgres_status_map),
 	    cmocka_unit_test(test_source_postgres_window_pushdown),
 	    cmocka_unit_test(test_source_postgres_lookup),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_found_and_missing,
+				      many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_special_keys, many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_batch_sizes, many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_integer_key, many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_all_unfit, many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_composite_key,
+				      many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_after_partial_scan,
+				      many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_bigint_out_of_range,
+				      many_teardown),
+	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_int4_out_of_range,
+				      many_teardown),
 	    cmocka_unit_test(test_source_postgres_select_only_user),
 	    cmocka_unit_test(test_source_postgres_password_never_shown),
 	    cmocka_unit_test(test_source_postgres_missing_table_or_column),
