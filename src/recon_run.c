@@ -184,7 +184,39 @@ static void progress(struct reader *rd)
  * come from a key lookup (no time filter, marked looked-up, not counted as
  * read twice).
  */
-static int drain(struct reader *rd, bool lookup, struct recon_err *err)
+/* A key asked for by a lookup (joined form, as the compare holds it). */
+struct asked_key {
+	const char *key;
+	uint32_t len;
+};
+
+static int asked_cmp(const void *a, const void *b)
+{
+	const struct asked_key *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/*
+ * Rows a lookup brings back under another key were not asked for: an
+ * integer column finds row 7 for "007", a case-insensitive collation "ABC"
+ * for "abc". Folded in, they would count a row of the window twice (a false
+ * duplicate) and leave the asked key missing anyway; they are dropped.
+ */
+static bool was_asked(const struct asked_key *asked, size_t n, const char *key, size_t len)
+{
+	struct asked_key k = {key, (uint32_t)len};
+
+	return bsearch(&k, asked, n, sizeof(*asked), asked_cmp) != NULL;
+}
+
+/*
+ * Reads rd's source to its end into the compare. lookup: the rows answer a
+ * lookup of the n keys in asked (sorted by asked_cmp); others are dropped.
+ */
+static int drain(struct reader *rd, bool lookup, const struct asked_key *asked, size_t nasked,
+		 struct recon_err *err)
 {
 	const struct recon_side *side = rd->side;
 	const bool database = side->kind != RECON_KIND_CSV;
@@ -214,6 +246,8 @@ static int drain(struct reader *rd, bool lookup, struct recon_err *err)
 		if ((rc == RECON_NORM_ROW || (rc < 0 && (row.flags & RECON_ROW_TIMED))) &&
 		    database && !lookup &&
 		    (row.time < rd->win->read_start || row.time >= rd->win->read_end))
+			continue;
+		if (lookup && row.key && !was_asked(asked, nasked, row.key, row.key_len))
 			continue;
 		rd->rows_read++;
 		if (rc == RECON_NORM_SKIPPED) {
@@ -254,7 +288,7 @@ static int read_side(struct reader *rd)
 	int rc;
 
 	if ((rc = recon_source_open(&rd->src, rd->side, rd->win, &rd->err)) == 0)
-		rc = drain(rd, false, &rd->err);
+		rc = drain(rd, false, NULL, 0, &rd->err);
 	rd->ms = monotonic_ms() - t0;
 	if (rc < 0 && rd->stop)
 		atomic_store(rd->stop, true);
@@ -362,8 +396,13 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		uint64_t bu, bl;
 		uint64_t nu = csv_rows_estimate(up->side, up->win, &bu);
 		uint64_t nl = csv_rows_estimate(local->side, local->win, &bl);
-		/* a statement in a regular file can be read again if the speculation fails */
-		if (speculate && nu && up->side->kind == RECON_KIND_CSV)
+		/*
+		 * The speculation fails over to reading both inputs again: only when
+		 * both can be (regular files, or a database queried anew), never a
+		 * FIFO or a pipe.
+		 */
+		if (speculate && nu && up->side->kind == RECON_KIND_CSV &&
+		    (local->side->kind != RECON_KIND_CSV || nl))
 			recon_compare_speculate_ids(up->cmp);
 		/*
 		 * Reading (and hashing) costs about its bytes: the side with the
@@ -371,10 +410,12 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		 * (50/50 ran 4.3 s against 3.2 s on a 900 MB statement and a 530 MB
 		 * flow; 30/70 ended both at 3.2 s).
 		 */
-		if (bu && bl)
-			recon_compare_balance(
-			    up->cmp,
-			    (unsigned)(50 - 80 * ((int64_t)bu - (int64_t)bl) / (int64_t)(bu + bl)));
+		if (bu && bl) {
+			int64_t share = 50 - 80 * ((int64_t)bu - (int64_t)bl) / (int64_t)(bu + bl);
+			recon_compare_balance(up->cmp, (unsigned)(share < 10   ? 10
+								  : share > 90 ? 90
+									       : share));
+		}
 		recon_compare_reserve(up->cmp, nu > nl ? nu : nl, nu);
 	}
 	local->progress = !ctx->quiet && isatty(STDERR_FILENO);
@@ -429,8 +470,7 @@ static int lookups(struct reader *rd, struct recon_err *err)
 	size_t plens[RECON_KEY_PARTS_MAX];
 	char *scratch = NULL;
 	size_t scratch_len = 0;
-	const char **copy = NULL;
-	uint32_t *copy_lens = NULL;
+	struct asked_key *asked = NULL;
 	int rc = 0;
 
 	if (!src->ops->lookup)
@@ -438,42 +478,44 @@ static int lookups(struct reader *rd, struct recon_err *err)
 	n = recon_compare_pending_lookups(rd->cmp, rd->which, &keys, &lens);
 	if (!n)
 		return 0;
-	/* the compare's list is reused by later calls: take a copy first */
-	copy = recon_xmalloc(recon_st_mult(n, sizeof(*copy)));
-	copy_lens = recon_xmalloc(recon_st_mult(n, sizeof(*copy_lens)));
-	memcpy(copy, keys, n * sizeof(*copy));
-	memcpy(copy_lens, lens, n * sizeof(*copy_lens));
+	/* the compare's list is reused by later calls: take a copy, sorted for was_asked() */
+	asked = recon_xmalloc(recon_st_mult(n, sizeof(*asked)));
+	for (size_t i = 0; i < n; i++)
+		asked[i] = (struct asked_key){keys[i], lens[i]};
+	qsort(asked, n, sizeof(*asked), asked_cmp);
 	for (size_t i = 0; i < n;) {
 		/* a one-column key: many keys a query (the part is the whole key) */
 		if (side->nkey == 1) {
 			const size_t b = n - i < RECON_LOOKUP_BATCH ? n - i : RECON_LOOKUP_BATCH;
+			const char *bkeys[RECON_LOOKUP_BATCH];
 			size_t blens[RECON_LOOKUP_BATCH];
-			for (size_t j = 0; j < b; j++)
-				blens[j] = copy_lens[i + j];
-			rc = recon_source_lookup_many(src, side, b, copy + i, blens, err);
+			for (size_t j = 0; j < b; j++) {
+				bkeys[j] = asked[i + j].key;
+				blens[j] = asked[i + j].len;
+			}
+			rc = recon_source_lookup_many(src, side, b, bkeys, blens, err);
 			if (rc != RECON_ENOTFOUND) {
-				if (rc < 0 || (rc = drain(rd, true, err)) < 0)
+				if (rc < 0 || (rc = drain(rd, true, asked + i, b, err)) < 0)
 					goto out;
 				rd->lookups += b;
 				i += b;
 				continue;
 			}
 		}
-		if (copy_lens[i] + 1 > scratch_len) {
-			scratch_len = copy_lens[i] + 1;
+		if (asked[i].len + 1 > scratch_len) {
+			scratch_len = asked[i].len + 1;
 			scratch = recon_xrealloc(scratch, scratch_len);
 		}
-		recon_key_split(copy[i], copy_lens[i], side->nkey, scratch, parts, plens);
+		recon_key_split(asked[i].key, asked[i].len, side->nkey, scratch, parts, plens);
 		if ((rc = recon_source_lookup(src, parts, plens, err)) < 0 ||
-		    (rc = drain(rd, true, err)) < 0)
+		    (rc = drain(rd, true, asked + i, 1, err)) < 0)
 			goto out;
 		rd->lookups++;
 		i++;
 	}
 out:
 	free(scratch);
-	free(copy);
-	free(copy_lens);
+	free(asked);
 	return rc;
 }
 

@@ -577,6 +577,62 @@ static void test_db_example_outages(void **state)
 	outage(fx, "pg_no_table", "postgres", pg, "no_such_flow", "pg-owner-pw", "no_such_flow");
 	outage(fx, "mysql_no_table", "mysql", my, "no_such_flow", "my-owner-pw", "no_such_flow");
 }
+/*
+ * A lookup that finds a row under another key: the statement says "007" and
+ * "8", the flow keys orders by a bigint (7 and 8, both in the window).
+ * PostgreSQL finds row 7 for "007"; folded in, it would be read twice (a
+ * false duplicate of 7). The answer is dropped: "007" is missing, 7 extra.
+ */
+static void test_db_example_lookup_other_key(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
+	PGconn *c = PQconnectdb(dsn);
+	char job[512], path[600];
+	json_t *j, *got, *local;
+	FILE *f;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS flow_int");
+	pg_exec(c, "CREATE TABLE flow_int (out_trade_no bigint PRIMARY KEY, amount_cents bigint, "
+		   "currency char(3), status text, created_at timestamptz)");
+	pg_exec(c, "INSERT INTO flow_int VALUES (7, 1000, 'CNY', 'PAID', "
+		   "'2024-01-16 10:00:00+08'), (8, 2000, 'CNY', 'PAID', '2024-01-16 11:00:00+08')");
+	PQfinish(c);
+	variant_dir(fx, "pg_int_key", job, sizeof(job));
+	snprintf(path, sizeof(path), "%s/pg_int_key/statements/" DATE ".csv", fx->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("trade_time,transaction_id,out_trade_no,entry_type,amount,refund_id,currency\n"
+	      "2024-01-16 10:00:05,4200000001202401160091,007,PAYMENT,10.00,,CNY\n"
+	      "2024-01-16 11:00:05,4200000001202401160092,8,PAYMENT,20.00,,CNY\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	j = example_job(fx);
+	local = db_local("postgres", "RECON_TEST_PG_DSN");
+	json_object_set_new(local, "table", json_string("flow_int"));
+	json_object_set_new(j, "local", local);
+	save_job(j, job);
+	got = differences(fx, job);
+	{
+		char *text = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+		assert_int_equal(json_array_size(got), 2);
+		/* key order: "007" then "7" */
+		if (strcmp(json_string_value(json_object_get(json_array_get(got, 0), "key")),
+			   "007") ||
+		    strcmp(json_string_value(json_object_get(json_array_get(got, 0), "class")),
+			   "missing") ||
+		    strcmp(json_string_value(json_object_get(json_array_get(got, 1), "key")),
+			   "7") ||
+		    strcmp(json_string_value(json_object_get(json_array_get(got, 1), "class")),
+			   "extra"))
+			fail_msg("want 007 missing and 7 extra, got %s", text);
+		free(text);
+	}
+	json_decref(got);
+}
 
 int main(void)
 {
@@ -585,6 +641,7 @@ int main(void)
 	    cmocka_unit_test(test_db_example_local_mysql),
 	    cmocka_unit_test(test_db_example_upstream_databases),
 	    cmocka_unit_test(test_db_example_outages),
+	    cmocka_unit_test(test_db_example_lookup_other_key),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
