@@ -5,6 +5,7 @@
 # stop the servers again.
 set -eu
 cd "$(dirname "$0")/.."
+root=$(pwd)
 
 scripts/install-deps.sh --test
 build=${RECON_TEST_BUILD:-build-test}
@@ -14,7 +15,9 @@ cmake --build "$build" -j"$(nproc)"
 if [ -x tests/db/servers.sh ]; then
 	dbdir=$(mktemp -d /tmp/recon-db.XXXXXX)
 	export RECON_DB_DIR="$dbdir"
-	trap 'tests/db/servers.sh stop >/dev/null 2>&1 || true; rm -rf "$dbdir"' EXIT INT TERM
+	# an absolute path: the trap runs after the cd into the build folder (a relative
+	# one failed there, quietly, and left MariaDB running on a deleted folder)
+	trap '"$root/tests/db/servers.sh" stop >/dev/null 2>&1 || true; rm -rf "$dbdir"' EXIT INT TERM
 	eval "$(tests/db/servers.sh start)"
 fi
 
