@@ -4,9 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "recon_cmd.h"
 #include "recon_log.h"
@@ -39,19 +36,6 @@ static const struct command commands[] = {
 
 int main(int argc, char **argv)
 {
-#if defined(__linux__) && defined(PR_SET_THP_DISABLE)
-	/*
-	 * No transparent huge pages for this process. A run's ~100 bytes per
-	 * row are all touched once, fresh, and a huge page costs far more to
-	 * fault in when the memory has not been used lately (every run from
-	 * cron). 10M rows (1 GB), runs after a pause, two interleaved series:
-	 * 7.56/6.19/6.02 and 7.09/8.16/8.55 s with them, 6.32/5.82/5.52 and
-	 * 8.18/7.42/6.85 s without; system time 2.0-3.8 s against 1.4-2.2 s,
-	 * user time a little higher without (TLB misses; the hash join's are
-	 * prefetched either way).
-	 */
-	(void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
-#endif
 	if (argc < 2) {
 		fputs(usage, stderr);
 		exit(64);
