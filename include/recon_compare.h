@@ -106,13 +106,13 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row);
 
 /*
- * The share (percent, 10-90; 50 unless told) of the keys whose rows the
+ * The share (percent, clamped to 10-90; 50 unless told) of the keys whose rows the
  * upstream's feeder applies; the local feeder applies the rest. A side that
  * costs more to read (a bigger file, a checksum) is given fewer keys so that
  * both threads end together. Changes nothing but the time. Before any row is
  * added.
  */
-void recon_compare_balance(struct recon_compare *cmp, unsigned upstream_share);
+void recon_compare_balance(struct recon_compare *cmp, int64_t upstream_share);
 
 /*
  * Speculates that the statement lists no entry twice: entry ids are not

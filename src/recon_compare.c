@@ -904,7 +904,7 @@ static void reject_key(struct part *p, int side, const struct recon_row *row, ui
 	r->fl |= side == RECON_SIDE_LOCAL ? F_REJ_LOC : F_REJ_UP;
 }
 
-void recon_compare_balance(struct recon_compare *cmp, unsigned upstream_share)
+void recon_compare_balance(struct recon_compare *cmp, int64_t upstream_share)
 {
 	if (upstream_share < 10)
 		upstream_share = 10;

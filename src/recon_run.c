@@ -410,12 +410,9 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		 * (50/50 ran 4.3 s against 3.2 s on a 900 MB statement and a 530 MB
 		 * flow; 30/70 ended both at 3.2 s).
 		 */
-		if (bu && bl) {
-			int64_t share = 50 - 80 * ((int64_t)bu - (int64_t)bl) / (int64_t)(bu + bl);
-			recon_compare_balance(up->cmp, (unsigned)(share < 10   ? 10
-								  : share > 90 ? 90
-									       : share));
-		}
+		if (bu && bl)
+			recon_compare_balance(up->cmp, 50 - 80 * ((int64_t)bu - (int64_t)bl) /
+								(int64_t)(bu + bl));
 		recon_compare_reserve(up->cmp, nu > nl ? nu : nl, nu);
 	}
 	local->progress = !ctx->quiet && isatty(STDERR_FILENO);
