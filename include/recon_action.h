@@ -88,6 +88,11 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
 			       const char *klass, const char *severity, int64_t run_id,
 			       const char *json, int64_t *affected, struct recon_err *err);
+/* The merchant's copy of a ticket that ended (status "resolved" or "closed"; run_id 0: a person).
+ */
+int recon_action_ticket_end(struct recon_writer *w, const struct recon_job *job, const char *key,
+			    const char *klass, const char *status, int64_t run_id, const char *note,
+			    int64_t *affected, struct recon_err *err);
 int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
 			const char *json, int64_t *affected, struct recon_err *err);
 int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
@@ -144,17 +149,27 @@ struct recon_action_counts {
 char *recon_action_counts_json(const struct recon_action_counts *c);
 
 struct recon_state;
+struct recon_record;
 
 /*
- * Acts on the differences of run `run_id` (diffs[i] rendered as json[i]).
- * Tickets go to the state store always, and to the writer's recon_ticket
- * when the job has a writer. Each action is recorded in the state store.
- * Returns 0 when every action succeeded (or was skipped/dry), else the first
- * failure's error (RECON_EUNAVAIL when the writer is down).
+ * Acts on the differences of run rec->run_id (rec->diffs[i] rendered as
+ * rec->json[i]). Tickets go to the state store always, and to the writer's
+ * recon_ticket when the job has a writer (with the run that opened them, as
+ * the state store has it); a committed replay resolves its `missing` item;
+ * tickets that ended since the merchant's copy last heard are ended there
+ * too. Each action is recorded in the state store. Returns 0 when every
+ * action succeeded (or was skipped/dry), else the first failure's error
+ * (RECON_EUNAVAIL when the writer is down).
  */
 RECON_MUSTCHECK int recon_actions_run(const struct recon_job *job, struct recon_state *st,
-				      int64_t run_id, int64_t now, bool dry_run,
-				      const struct recon_diff *diffs, char *const *json, size_t n,
+				      const struct recon_record *rec, bool dry_run,
 				      struct recon_action_counts *counts, struct recon_err *err);
+
+/*
+ * Carries every ended ticket of the job to the merchant's recon_ticket (a
+ * person's close, a run's resolution). No writer: nothing to do.
+ */
+RECON_MUSTCHECK int recon_actions_sync_tickets(const struct recon_job *job, struct recon_state *st,
+					       struct recon_err *err);
 
 #endif

@@ -1,12 +1,18 @@
 /*
- * recon_compare: the hash join of one window. No I/O.
+ * recon_compare: the hash join of one window, and the classification of every
+ * key the window touches against the key's cumulative view. No I/O.
  *
  * Rows of both sides are added; the compare copies what it keeps of them (the
  * key), so a row's strings need only live for the call. Upstream entries fold into
  * orders by key (DESIGN "Entries fold into orders"); local rows are orders.
- * recon_compare_classify() then decides, for every key this window owns
- * (DESIGN "Windows, ownership and boundaries"), exactly one class, and lists
- * the differences in key order (bytewise), so output is deterministic.
+ * The open-items ledger (DESIGN "Keys across windows") comes in through
+ * recon_compare_carry() (earlier windows' contributions to a key) and
+ * recon_compare_item() (a key's open item): a key is evaluated when this
+ * window holds an upstream entry of it, its local row's time lies in the
+ * window, or it has an open item or an earlier contribution of this very
+ * window (a rerun). recon_compare_classify() then decides, for every such
+ * key, exactly one class (or awaiting / in flight), and lists the
+ * differences in key order (bytewise), so output is deterministic.
  * Memory: compact per-key records (one upstream entry and one local row
  * inline, the key bytes too) and open-addressing tables, for the window,
  * freed by recon_compare_free(). Rows can be fed from two threads at once
@@ -33,9 +39,12 @@ enum recon_class {
 	RECON_CLASS_DUPLICATE,
 	RECON_CLASS__COUNT,
 	RECON_CLASS_MATCHED = RECON_CLASS__COUNT, /* not a difference */
+	/* open items that are not (yet) differences */
+	RECON_CLASS_AWAITING,  /* local-only key before its settle horizon, or a local refund */
+	RECON_CLASS_IN_FLIGHT, /* upstream terminal, local pending, younger than stuck_after */
 };
 
-/* "missing", "amount_mismatch", ..., "matched". */
+/* "missing", "amount_mismatch", ..., "matched", "awaiting", "in_flight". */
 const char *recon_class_name(enum recon_class c);
 /* Class for a name, or -1. */
 int recon_class_from_name(const char *name);
@@ -54,21 +63,28 @@ struct recon_side_view {
 	uint64_t line;	  /* origin line of that entry/row (0: database) */
 	uint32_t rows;	  /* entries (upstream) or rows (local) folded into this view */
 	bool looked_up;	  /* found by a key lookup beyond the read window */
+	bool carried;	  /* upstream: earlier windows' entries (the ledger) are in the view */
+	bool conflict;	  /* upstream: mixed currencies, or a sum beyond int64 */
+	bool assumed;	  /* upstream: no payment in the view; the order amount is the local one */
+	int64_t last;	  /* upstream: the last entry's time (terminal since) */
 };
 
 struct recon_diff {
 	const char *key; /* compare arena; RECON_KEY_SEP between composite parts */
 	uint32_t key_len;
-	uint8_t klass; /* enum recon_class */
+	uint8_t klass; /* enum recon_class (awaiting and in flight in the pending list) */
+	int64_t due;   /* awaiting / in flight: when it becomes a difference; else 0 */
 	struct recon_side_view up, local;
 };
 
 struct recon_compare_counts {
-	uint64_t keys_owned;	/* keys this window classified */
-	uint64_t rows_owned[2]; /* rows/entries of owned keys per side */
+	uint64_t keys_owned;	/* keys this window evaluated */
+	uint64_t rows_owned[2]; /* rows/entries of evaluated keys per side */
 	uint64_t rows_other[2]; /* rows read for context but owned by a neighbouring window */
 	uint64_t matched;
 	uint64_t in_flight;	/* local pending younger than stuck_after, or upstream pending */
+	uint64_t awaiting;	/* local keys whose upstream may still come */
+	uint64_t carried;	/* evaluated keys whose view holds earlier windows' entries */
 	uint64_t keys_rejected; /* keys left unclassified because one of their rows was rejected */
 	uint64_t classes[RECON_CLASS__COUNT];
 };
@@ -78,12 +94,46 @@ struct recon_compare;
 /*
  * A compare for one window. `now` decides stuck versus in flight.
  * `upstream_is_statement`: the upstream is the window's statement file, so
- * every key it lists belongs to this window (DESIGN: "a file upstream is the
- * window's statement"); otherwise the first-entry-time rule applies.
- * Caller frees with recon_compare_free().
+ * every entry it lists belongs to this window (DESIGN "Entries belong to
+ * windows"); otherwise the caller passes only entries whose time lies in the
+ * window. Caller frees with recon_compare_free().
  */
 struct recon_compare *recon_compare_new(const struct recon_job *job, const struct recon_window *win,
 					int64_t now, bool upstream_is_statement);
+/*
+ * The ledger's bounds for this evaluation: `history_start`, the start of the
+ * job's first reconciled window in this mode (a refund of an order paid
+ * before it is judged leniently); `horizon`, the end of the latest reconciled
+ * window once this one is (a local-only key is extra once its time plus
+ * settle_after lies before it). Before classify; defaults: the window's start
+ * and end.
+ */
+void recon_compare_horizon(struct recon_compare *cmp, int64_t history_start, int64_t horizon);
+
+/* Earlier windows' contributions to one key (the ledger's rows, summed). */
+struct recon_carry {
+	int64_t paid, refunded;
+	uint32_t payments, entries;
+	bool revoked, pending, conflict, duplicate;
+	char currency[4];
+	int64_t first, last; /* entry times */
+	bool mine;	     /* this window contributed to the key before (a rerun): evaluate it */
+};
+/*
+ * Adds a key's carried contributions (once per key), after the rows were
+ * added and before the lookups: the key is evaluated with them when the
+ * window touches it (or c->mine). Strings borrowed for the call.
+ */
+void recon_compare_carry(struct recon_compare *cmp, const char *key, size_t len,
+			 const struct recon_carry *c);
+/*
+ * A key with an open item of `klass` (enum recon_class, awaiting and in
+ * flight included; `due` its due time or 0): evaluated by this run whatever
+ * the window holds. Same timing as recon_compare_carry().
+ */
+void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, int klass,
+			int64_t due);
+
 void recon_compare_free(struct recon_compare *cmp);
 
 /*
@@ -153,35 +203,42 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f);
 
 /*
  * Keys that need a lookup on `side` before they can be asserted:
- * RECON_SIDE_LOCAL: owned upstream keys with no local row read (before "missing");
- * RECON_SIDE_UPSTREAM: owned local-only keys that would be "extra".
+ * RECON_SIDE_LOCAL: evaluated keys with upstream entries (or an open item)
+ * and no local row read (before "missing");
+ * RECON_SIDE_UPSTREAM: local-only keys with no upstream entry anywhere that
+ * would be "extra".
  * Returns the count; *keys and *lens are arrays in key order (bytewise), valid
  * until the next call (owned by cmp).
  */
 size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const char ***keys,
 				     const uint32_t **lens);
 
+/* What this window's entries contributed to one key, for the ledger. */
+struct recon_contrib {
+	const char *key; /* borrowed from cmp */
+	uint32_t key_len;
+	struct recon_carry c; /* this window's entries only (mine unused) */
+	int klass;	      /* the key's class now (enum recon_class) */
+	bool partial;	      /* cumulative view: partially refunded (kept for ledger.retention) */
+};
 /*
- * The statement of the window before settled `key` (a t1 statement owns every
- * key it lists): a local-only row of it here, read through the margin before
- * start, is context, not `extra`. Call before classify.
+ * After classify: calls fn for each evaluated key whose entries in this
+ * window a later window needs (DESIGN: refunds, revocations, open items,
+ * carried history, local rows beyond the window, replays); a plainly matched
+ * payment whose local row lies in the window needs none.
  */
-void recon_compare_settle(struct recon_compare *cmp, const char *key, size_t len);
-/*
- * After classify: calls fn for each key this window owned with both sides
- * present whose local row lies in [end - margin, end): the next window reads
- * those rows again through its margin and must not own them (see settle).
- */
-void recon_compare_boundary_keys(struct recon_compare *cmp,
-				 void (*fn)(void *arg, const char *key, size_t len), void *arg);
+void recon_compare_contributions(const struct recon_compare *cmp,
+				 void (*fn)(void *arg, const struct recon_contrib *c), void *arg);
 
-/* Classifies every owned key; fills counts and the sorted difference list. */
+/* Classifies every evaluated key; fills counts, the sorted difference list and the pending list. */
 void recon_compare_classify(struct recon_compare *cmp);
 
 const struct recon_compare_counts *recon_compare_counts(const struct recon_compare *cmp);
 /* Differences in key order (after classify); borrowed from cmp. */
 const struct recon_diff *recon_compare_diffs(const struct recon_compare *cmp, size_t *n);
-/* Class of a key after classify: RECON_CLASS_* or -1 when the window does not own it. */
+/* Awaiting and in-flight keys in key order (after classify), with their due times; borrowed. */
+const struct recon_diff *recon_compare_pending(const struct recon_compare *cmp, size_t *n);
+/* Class of a key after classify: RECON_CLASS_* or -1 when the window did not evaluate it. */
 int recon_compare_key_class(const struct recon_compare *cmp, const char *key, size_t len);
 
 #endif

@@ -41,11 +41,14 @@ struct recon_run_summary {
 	struct recon_window win;
 	uint64_t rows_read[2]; /* RECON_SIDE_*: every row read */
 	uint64_t rows_rejected[2];
-	uint64_t rows_skipped; /* keyless statement lines */
-	uint64_t lookups[2];   /* keys looked up on each side */
+	uint64_t rows_skipped;	/* keyless statement lines */
+	uint64_t lookups[2];	/* keys looked up on each side */
+	uint64_t rows_other[2]; /* rows read that other windows own (margins) */
 	struct recon_compare_counts counts;
 	struct recon_action_counts actions;
-	uint64_t resolved;
+	uint64_t resolved;   /* earlier differences now matched */
+	uint64_t superseded; /* earlier differences whose key now has another class */
+	uint64_t settled;    /* awaiting / in-flight items now matched */
 	int64_t duration_ms;
 	bool success;
 	int exit_code;

@@ -1,11 +1,13 @@
 /*
  * recon_state: the SQLite state store (WAL): runs, differences, rejects,
+ * the open-items ledger (window contributions and open items), tickets,
  * watermarks, heartbeats; schema migrations by PRAGMA user_version; and the
  * per-job run lock.
  *
- * Invariants: a watermark never moves backwards (recon_state_watermark_set
- * keeps the larger value); differences are upserted on (job, key, class);
- * every multi-row write is one transaction.
+ * Invariants: a watermark never moves backwards (recon_state_success keeps
+ * the larger value) and only over contiguous successful windows; one open
+ * item per (job, mode, key); a ticket follows its item; every multi-row
+ * write is one transaction.
  */
 #ifndef RECON_STATE_H
 #define RECON_STATE_H
@@ -32,11 +34,11 @@ void recon_state_close(struct recon_state *st);
 /*
  * Takes the job's run lock: an exclusive flock(2) on "<state path>.<job>.lock",
  * which the kernel releases when the process dies. RECON_ELOCKED with
- * "job 'X' is already running (pid N, since T)" when held. *fd is released by
- * recon_state_unlock().
+ * "job 'X' is already running (pid N, since T)" when still held after
+ * waiting wait_ms for it (lock_wait). *fd is released by recon_state_unlock().
  */
-RECON_MUSTCHECK int recon_state_lock(const char *state_path, const char *job, int64_t now, int *fd,
-				     struct recon_err *err);
+RECON_MUSTCHECK int recon_state_lock(const char *state_path, const char *job, int64_t now,
+				     int64_t wait_ms, int *fd, struct recon_err *err);
 void recon_state_unlock(int fd);
 
 /*
@@ -64,7 +66,7 @@ struct recon_run_result {
 	const char *error; /* NULL on success */
 	int64_t finished_at;
 	uint64_t rows_upstream, rows_local, rows_rejected, rows_skipped, rows_other;
-	uint64_t keys_compared, matched, in_flight, resolved;
+	uint64_t keys_compared, matched, in_flight, resolved, superseded, awaiting;
 	uint64_t classes[RECON_CLASS__COUNT];
 	const char *upstream_sha256, *local_sha256; /* NULL for databases */
 };
@@ -87,18 +89,81 @@ RECON_MUSTCHECK int recon_state_add_rejects(struct recon_state *st, int64_t run_
 					    const struct recon_reject *rejects, size_t n,
 					    struct recon_err *err);
 
+/* One run's evaluation, as the state store records it. Borrowed for the call. */
+struct recon_record {
+	const char *job, *mode; /* mode: "t1" or "hot" */
+	int64_t run_id, now;
+	int64_t window_start, window_end;
+	const struct recon_diff *diffs; /* differences in key order ... */
+	char *const *json;		/* ... and their output lines */
+	size_t n;
+	const struct recon_diff *pending; /* awaiting and in flight ... */
+	char *const *pjson;		  /* ... and their lines */
+	size_t npending;
+	const struct recon_compare *cmp;  /* which class each evaluated key got */
+	bool ledger;			  /* false on a dry run: nothing a later run reads */
+	int64_t settled_ms, retention_ms; /* ledger.settled, ledger.retention */
+};
+
+/* What a run did to the open items. */
+struct recon_item_counts {
+	uint64_t opened;     /* difference items opened */
+	uint64_t resolved;   /* difference items now matched */
+	uint64_t superseded; /* difference items whose key got another class */
+	uint64_t settled;    /* awaiting / in-flight items now matched */
+};
+
 /*
- * Records a run's differences: json[i] is the output line of diffs[i].
- * Always stored per run (for `recon diff`). When `ledger` is true, also
- * upserts them into the job's difference ledger and marks resolved every
- * open ledger entry whose key this window owns (cmp) but which is no longer
- * in that class; *resolved receives their count. One transaction.
+ * Records a run's differences (always, for `recon diff`) and, when
+ * rec->ledger, the open items (DESIGN "One open item per key and mode"): an
+ * item opens for a new class, stays for the same, is superseded by another;
+ * open items of rec->mode that cmp evaluated as matched are resolved (a t1
+ * run also resolves hot items). Tickets of ended items are resolved in the
+ * state store (marked for the merchant copy: recon_state_tickets_unsynced).
+ * One transaction.
  */
-RECON_MUSTCHECK int recon_state_record_diffs(struct recon_state *st, const char *job,
-					     int64_t run_id, int64_t now,
-					     const struct recon_diff *diffs, char *const *json,
-					     size_t n, const struct recon_compare *cmp, bool ledger,
-					     uint64_t *resolved, struct recon_err *err);
+RECON_MUSTCHECK int recon_state_record_diffs(struct recon_state *st, const struct recon_record *rec,
+					     struct recon_item_counts *ic, struct recon_err *err);
+/* Resolves key's open `missing` item once its replay committed (in the caller's batch). */
+RECON_MUSTCHECK int recon_state_item_replayed(struct recon_state *st,
+					      const struct recon_record *rec, const char *key,
+					      size_t len, struct recon_err *err);
+/* "critical" (amount_mismatch), "info" (awaiting, in flight) or "normal". */
+const char *recon_state_severity(int klass);
+
+/* Where recon_state_ledger_load() delivers what it reads. */
+struct recon_ledger_sink {
+	/* a key's contributions summed (c->mine: this window contributed before) */
+	void (*carry)(void *arg, const char *key, size_t len, const struct recon_carry *c);
+	/* an open item of the mode */
+	void (*item)(void *arg, const char *key, size_t len, int klass, int64_t due);
+	void *arg;
+};
+/*
+ * Reads the (job, mode) ledger for the window starting at window_start: each
+ * key's contributions of other windows, and every open item. Cost: the
+ * ledger's size (open items, partial refunds, recently settled keys).
+ */
+RECON_MUSTCHECK int recon_state_ledger_load(struct recon_state *st, const char *job,
+					    const char *mode, int64_t window_start,
+					    const struct recon_ledger_sink *sink,
+					    struct recon_err *err);
+/*
+ * Replaces the window's contributions (rec->window_start) with c[0..n), sets
+ * each key's retention, and purges expired rows. One transaction.
+ */
+RECON_MUSTCHECK int recon_state_ledger_save(struct recon_state *st, const struct recon_record *rec,
+					    const struct recon_contrib *c, size_t n,
+					    struct recon_err *err);
+
+/* Start of the first successful window of (job, mode): RECON_ENOTFOUND when none. */
+RECON_MUSTCHECK int recon_state_history_start(struct recon_state *st, const char *job,
+					      const char *mode, int64_t *start,
+					      struct recon_err *err);
+/* The latest successful real run of exactly [start, end): its id, or RECON_ENOTFOUND. */
+RECON_MUSTCHECK int recon_state_window_reconciled(struct recon_state *st, const char *job,
+						  const char *mode, int64_t start, int64_t end,
+						  int64_t *run_id, struct recon_err *err);
 
 /* Watermark of (job, mode): RECON_ENOTFOUND when none yet. */
 RECON_MUSTCHECK int recon_state_watermark_get(struct recon_state *st, const char *job,
@@ -119,13 +184,39 @@ RECON_MUSTCHECK int recon_state_success(struct recon_state *st, const char *job,
 
 /*
  * Opens a ticket in the state store, unique on (job, key, class): *opened is
- * true when it is new, false when it was already there (then its
- * last_seen_run moves). Not in a transaction of its own: each call commits.
+ * true when it is new or was reopened (it had been resolved or closed), false
+ * when it was open already (then its last_seen_run moves). *opened_run: the
+ * run that opened it, for the merchant's copy. Not in a transaction of its
+ * own: each call commits.
  */
 RECON_MUSTCHECK int recon_state_ticket(struct recon_state *st, const char *job, const char *key,
 				       const char *klass, const char *severity, int64_t run_id,
 				       int64_t now, const char *json, bool *opened,
-				       struct recon_err *err);
+				       int64_t *opened_run, struct recon_err *err);
+
+/* A ticket whose end the merchant's recon_ticket table has not seen yet. */
+struct recon_ticket_end {
+	const char *key, *klass, *status, *note; /* borrowed for the callback */
+	int64_t run_id;				 /* the run that ended it (0: a person) */
+	int64_t at;
+};
+/* Calls fn for each ended ticket of the job not yet in the merchant's copy; fn returns < 0 to stop.
+ */
+RECON_MUSTCHECK int recon_state_tickets_unsynced(struct recon_state *st, const char *job,
+						 int (*fn)(void *arg,
+							   const struct recon_ticket_end *t),
+						 void *arg, struct recon_err *err);
+/* Marks the end of (job, key, class) as carried to the merchant's copy. */
+RECON_MUSTCHECK int recon_state_ticket_synced(struct recon_state *st, const char *job,
+					      const char *key, const char *klass,
+					      struct recon_err *err);
+/*
+ * A person closes the open ticket (job, key shown as in tickets, class) with
+ * a note, and the open items behind it. RECON_ENOTFOUND when no such ticket is open.
+ */
+RECON_MUSTCHECK int recon_state_ticket_close(struct recon_state *st, const char *job,
+					     const char *key, const char *klass, const char *note,
+					     int64_t now, struct recon_err *err);
 
 /*
  * Groups the calls that follow into one transaction until recon_state_batch_end
@@ -144,17 +235,6 @@ RECON_MUSTCHECK int recon_state_action(struct recon_state *st, int64_t run_id, c
 RECON_MUSTCHECK int recon_state_run_actions(struct recon_state *st, int64_t run_id,
 					    const char *actions_json, uint64_t retries,
 					    struct recon_err *err);
-
-/* Keys settled by the window ending at window_end (see recon_compare_settle). */
-RECON_MUSTCHECK int recon_state_boundary_load(struct recon_state *st, const char *job,
-					      const char *mode, int64_t window_end,
-					      void (*fn)(void *arg, const char *key, size_t len),
-					      void *arg, struct recon_err *err);
-/* Records them (idempotent); one transaction. */
-RECON_MUSTCHECK int recon_state_boundary_save(struct recon_state *st, const char *job,
-					      const char *mode, int64_t window_end,
-					      const char *const *keys, const size_t *lens, size_t n,
-					      struct recon_err *err);
 
 /* The raw SQLite handle, for read-only queries (cmd_query.c). Borrowed. */
 struct sqlite3 *recon_state_db(struct recon_state *st);

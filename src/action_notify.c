@@ -58,7 +58,53 @@ int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *j
 	params[4] = run;
 	params[5] = json;
 	recon_buf_init(&sql);
+	/* a ticket that ended (resolved) and whose difference is back opens again */
+	{
+		char q = recon_writer_quote(w), ph[6][16];
+		const char *rp[5] = {run, json, job->name, key, klass};
+		int64_t reopened = 0;
+		for (int i = 0; i < 5; i++)
+			recon_writer_ph(w, i + 1, ph[i], sizeof(ph[i]));
+		recon_buf_addf(
+		    &sql,
+		    "UPDATE %crecon_ticket%c SET status = 'open', run_id = %s, detail = "
+		    "%s, resolved_run = NULL, note = NULL, updated_at = CURRENT_TIMESTAMP "
+		    "WHERE job = %s AND biz_key = %s AND class = %s AND status = "
+		    "'resolved'",
+		    q, q, ph[0], ph[1], ph[2], ph[3], ph[4]);
+		if ((rc = w->ops->exec(w, sql.s, rp, 5, &reopened, err)) < 0)
+			goto out;
+		recon_buf_reset(&sql);
+		if (reopened > 0) {
+			*affected = reopened;
+			goto out;
+		}
+	}
 	insert_unique(w, &sql, "recon_ticket", cols, 6, unique, 3);
+	rc = w->ops->exec(w, sql.s, params, 6, affected, err);
+out:
+	recon_buf_release(&sql);
+	return rc;
+}
+
+int recon_action_ticket_end(struct recon_writer *w, const struct recon_job *job, const char *key,
+			    const char *klass, const char *status, int64_t run_id, const char *note,
+			    int64_t *affected, struct recon_err *err)
+{
+	char q = recon_writer_quote(w), ph[6][16], run[32];
+	const char *params[6] = {status, run_id ? run : NULL, note, job->name, key, klass};
+	struct recon_buf sql;
+	int rc;
+
+	snprintf(run, sizeof(run), "%lld", (long long)run_id);
+	for (int i = 0; i < 6; i++)
+		recon_writer_ph(w, i + 1, ph[i], sizeof(ph[i]));
+	recon_buf_init(&sql);
+	recon_buf_addf(&sql,
+		       "UPDATE %crecon_ticket%c SET status = %s, resolved_run = %s, note = %s, "
+		       "updated_at = CURRENT_TIMESTAMP WHERE job = %s AND biz_key = %s AND "
+		       "class = %s AND status = 'open'",
+		       q, q, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
 	rc = w->ops->exec(w, sql.s, params, 6, affected, err);
 	recon_buf_release(&sql);
 	return rc;

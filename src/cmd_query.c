@@ -296,11 +296,13 @@ int recon_cmd_status(int argc, char **argv)
 		goto out;
 	}
 	open = json_object();
-	for (int c = 0; c < RECON_CLASS__COUNT; c++)
-		json_object_set_new(open, recon_class_name((enum recon_class)c), json_integer(0));
+	for (int c = 0; c <= RECON_CLASS_IN_FLIGHT; c++)
+		if (c != RECON_CLASS_MATCHED)
+			json_object_set_new(open, recon_class_name((enum recon_class)c),
+					    json_integer(0));
 	if (sqlite3_prepare_v2(db,
-			       "SELECT class, count(*) FROM differences WHERE job = ? AND "
-			       "resolved_at_ms IS NULL GROUP BY class",
+			       "SELECT class, count(*) FROM items WHERE job = ? AND state = 'open' "
+			       "GROUP BY class",
 			       -1, &q, NULL) != SQLITE_OK) {
 		json_decref(open);
 		code = db_fail(db, "cannot read differences");

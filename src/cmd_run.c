@@ -78,6 +78,9 @@ static void print_json(const struct recon_ctx *ctx, const struct recon_run_summa
 	json_object_set_new(o, "differences", d);
 	json_object_set_new(o, "matched", json_integer((json_int_t)s->counts.matched));
 	json_object_set_new(o, "resolved", json_integer((json_int_t)s->resolved));
+	json_object_set_new(o, "superseded", json_integer((json_int_t)s->superseded));
+	json_object_set_new(o, "awaiting", json_integer((json_int_t)s->counts.awaiting));
+	json_object_set_new(o, "in_flight", json_integer((json_int_t)s->counts.in_flight));
 	{
 		char *aj = recon_action_counts_json(&s->actions);
 		json_t *a = json_loads(aj, 0, NULL);
@@ -159,8 +162,9 @@ static void print_text(const struct recon_ctx *ctx, const struct recon_run_summa
 	for (int k = 0; k < RECON_CLASS__COUNT; k++)
 		total += c->classes[k];
 	printf("keys       %" PRIu64 " compared: %" PRIu64 " matched", c->keys_owned, c->matched);
-	if (c->in_flight)
-		printf(" (%" PRIu64 " in flight)", c->in_flight);
+	if (c->in_flight || c->awaiting)
+		printf(" (%" PRIu64 " in flight, %" PRIu64 " awaiting upstream)", c->in_flight,
+		       c->awaiting);
 	printf(", %" PRIu64 " different\n", total);
 	printf("differences");
 	for (int k = 0; k < RECON_CLASS__COUNT; k++)
@@ -169,6 +173,9 @@ static void print_text(const struct recon_ctx *ctx, const struct recon_run_summa
 	if (s->resolved)
 		printf("resolved   %" PRIu64 " earlier difference%s now matched\n", s->resolved,
 		       s->resolved == 1 ? "" : "s");
+	if (s->superseded)
+		printf("superseded %" PRIu64 " earlier difference%s now in another class\n",
+		       s->superseded, s->superseded == 1 ? "" : "s");
 	print_actions(&s->actions);
 	if (s->success)
 		printf("outcome    success%s\n",
@@ -220,12 +227,45 @@ static void say(const struct recon_ctx *ctx, bool json, const char *fmt, ...)
 	fflush(stdout);
 }
 
+/* A t1 day is due once its end plus t1.after (the provider's publish lag) has passed. */
+static int64_t due_at(const struct recon_job *job, int64_t day)
+{
+	struct recon_window win;
+
+	recon_run_day_window(job, day, &win);
+	return win.end + job->t1_after_ms;
+}
+
+/* The latest due day (yesterday, or earlier while the provider's lag runs). */
+static int64_t last_due_day(const struct recon_ctx *ctx)
+{
+	int64_t d = recon_tz_day_of(ctx->job->tz, ctx->now) - 1;
+
+	while (due_at(ctx->job, d) > ctx->now)
+		d--;
+	return d;
+}
+
+/* exit 64 for a day not yet due, saying when it will be */
+static int not_due(const struct recon_ctx *ctx, const char *cmd, int64_t day)
+{
+	char d[16], at[40];
+
+	recon_date_format(day, d, sizeof(d));
+	recon_time_format_local(ctx->job->tz, due_at(ctx->job, day), at, sizeof(at));
+	fprintf(stderr,
+		"recon %s: job '%s': %s is not due yet: it becomes due at %s (the day's end "
+		"plus t1.after)\n",
+		cmd, ctx->job->name, d, at);
+	return 64;
+}
+
 /* t1: the days to run. Returns the exit code when there is nothing to run, else -1. */
 static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool json, const char *date,
 		   int64_t *first, int64_t *last, struct recon_err *err)
 {
 	const struct recon_job *job = ctx->job;
-	int64_t yesterday = recon_tz_day_of(job->tz, ctx->now) - 1, wm = 0, d;
+	int64_t due = last_due_day(ctx), wm = 0, d, run_id;
 	bool have_wm;
 	char a[40], b[16];
 	int rc;
@@ -239,31 +279,36 @@ static int plan_t1(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 			fail(err);
 			return 64;
 		}
+		if (d > due)
+			return not_due(ctx, "run", d);
 		*first = *last = d;
-		if (have_wm && !ctx->dry_run) {
+		if (!ctx->dry_run) {
+			/* "already reconciled" only of a day a run reconciled */
 			struct recon_window win;
 			recon_run_day_window(job, d, &win);
-			if (win.end <= wm) {
-				recon_time_format_utc(wm, a, sizeof(a));
+			rc = recon_state_window_reconciled(st, job->name, "t1", win.start, win.end,
+							   &run_id, err);
+			if (rc < 0 && rc != RECON_ENOTFOUND)
+				return fail(err);
+			if (rc == 0) {
 				say(ctx, json,
-				    "recon run: job '%s': %s is already reconciled (t1 watermark "
-				    "%s); "
-				    "use 'recon rerun --from %s --to %s' to recompute it\n",
-				    job->name, date, a, date, date);
+				    "recon run: job '%s': %s is already reconciled (run %lld); use "
+				    "'recon rerun --from %s --to %s' to recompute it\n",
+				    job->name, date, (long long)run_id, date, date);
 				return 0;
 			}
 		}
 		return -1;
 	}
 	if (!have_wm) {
-		*first = *last = yesterday;
+		*first = *last = due;
 		return -1;
 	}
 	*first = recon_tz_day_of(job->tz, wm);
-	*last = yesterday;
+	*last = due;
 	if (*first > *last) {
 		recon_time_format_utc(wm, a, sizeof(a));
-		recon_date_format(yesterday, b, sizeof(b));
+		recon_date_format(due, b, sizeof(b));
 		say(ctx, json,
 		    "recon run: job '%s': t1 is up to date (reconciled until %s, %s done)\n",
 		    job->name, a, b);
@@ -402,9 +447,23 @@ int recon_cmd_run(int argc, char **argv)
 			code = 64;
 			goto out;
 		}
+		/* a rerun never reaches a day not yet due */
+		if (first > last_due_day(&ctx)) {
+			code = not_due(&ctx, "rerun", first);
+			goto out;
+		}
+		if (last > last_due_day(&ctx)) {
+			char d[16];
+			last = last_due_day(&ctx);
+			recon_date_format(last, d, sizeof(d));
+			recon_log(RECON_LOG_WARN,
+				  "rerun stops at %s: the days after it are not due yet", d);
+		}
 	}
-	if (recon_state_open(&st, job->state_path, true, &err) < 0 ||
-	    recon_state_lock(job->state_path, job->name, ctx.now, &lock, &err) < 0) {
+	/* the lock first: a store is created and migrated by one process only */
+	if (recon_state_lock(job->state_path, job->name, ctx.now, job->lock_wait_ms, &lock, &err) <
+		0 ||
+	    recon_state_open(&st, job->state_path, true, &err) < 0) {
 		code = fail(&err);
 		goto out;
 	}

@@ -150,6 +150,7 @@ int recon_retry(struct recon_retry_policy *p, int (*fn)(void *arg, struct recon_
 struct actx {
 	const struct recon_job *job;
 	struct recon_state *st;
+	const struct recon_record *rec;
 	int64_t run_id, now;
 	bool dry_run;
 	struct recon_writer *w; /* opened on first use */
@@ -168,6 +169,7 @@ struct attempt {
 	const char *key, *klass, *severity, *json;
 	enum recon_action_kind kind;
 	int64_t affected;
+	int64_t opened_run; /* tickets: the run that opened it, as the state store says */
 };
 
 static int attempt_once(void *arg, struct recon_err *err)
@@ -181,7 +183,7 @@ static int attempt_once(void *arg, struct recon_err *err)
 		return recon_action_replay(w, t->a->job, t->d, &t->affected, err);
 	case RECON_ACT_TICKET:
 		return recon_action_writer_ticket(w, t->a->job, t->key, t->klass, t->severity,
-						  t->a->run_id, t->json, &t->affected, err);
+						  t->opened_run, t->json, &t->affected, err);
 	case RECON_ACT_REPUSH:
 		return recon_action_outbox(w, t->a->job, t->key, t->json, &t->affected, err);
 	case RECON_ACT_TRANSITION:
@@ -262,12 +264,17 @@ static void writer_action(struct actx *a, struct attempt *t)
 	}
 	note(a, t->key, t->klass, t->kind, t->affected > 0 ? RECON_OUT_DONE : RECON_OUT_ALREADY,
 	     attempts, NULL);
+	/* the order is in the local flow now: its missing item is closed */
+	if (t->kind == RECON_ACT_REPLAY && a->rec->ledger &&
+	    recon_state_item_replayed(a->st, a->rec, t->d->key, t->d->key_len, &e) < 0 &&
+	    !a->first.code)
+		a->first = e;
 }
 
 static void ticket(struct actx *a, const struct recon_diff *d, const char *key, const char *klass,
 		   const char *severity, const char *json)
 {
-	struct attempt t = {a, d, key, klass, severity, json, RECON_ACT_TICKET, 0};
+	struct attempt t = {a, d, key, klass, severity, json, RECON_ACT_TICKET, 0, 0};
 	struct recon_err e;
 	bool opened = false;
 	int attempts = 0, rc;
@@ -278,8 +285,13 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 	}
 	recon_err_init(&e);
 	if (recon_state_ticket(a->st, a->job->name, key, klass, severity, a->run_id, a->now, json,
-			       &opened, &e) < 0) {
+			       &opened, &t.opened_run, &e) < 0) {
 		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, 1, &e);
+		return;
+	}
+	if (!t.opened_run) {
+		/* a person closed it: their word stands while the difference is the same */
+		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_SKIPPED, 0, NULL);
 		return;
 	}
 	/* and in the merchant's recon_ticket table when there is a writer database */
@@ -299,19 +311,87 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 	     attempts ? attempts : 1, NULL);
 }
 
+/* The ALERT line names the figures behind it (DESIGN: a deliberate alert is not an error). */
 static void alert(struct actx *a, const struct recon_diff *d, const char *key)
 {
-	char ua[40], la[40];
+	char ua[40], la[40], ra[40], why[200];
 	int ue = recon_money_exponent(d->up.currency), le = recon_money_exponent(d->local.currency);
 
 	recon_money_format(d->up.amount, ue < 0 ? 0 : ue, ua, sizeof(ua));
 	recon_money_format(d->local.amount, le < 0 ? 0 : le, la, sizeof(la));
+	recon_money_format(d->up.refunded, ue < 0 ? 0 : ue, ra, sizeof(ra));
+	if (d->up.conflict)
+		snprintf(why, sizeof(why),
+			 "upstream entries in more than one currency (or beyond int64): last seen "
+			 "%s, local %s %s",
+			 d->up.currency, la, d->local.currency);
+	else if (strcmp(d->up.currency, d->local.currency))
+		snprintf(why, sizeof(why), "upstream %s %s, local %s %s: another currency", ua,
+			 d->up.currency, la, d->local.currency);
+	else if (d->up.refunded > (d->up.assumed ? d->local.amount : d->up.amount))
+		snprintf(why, sizeof(why), "refunds of %s %s on an order of %s %s", ra,
+			 d->up.currency, d->up.assumed ? la : ua, d->up.currency);
+	else
+		snprintf(why, sizeof(why), "upstream %s %s, local %s %s", ua, d->up.currency, la,
+			 d->local.currency);
 	if (!a->dry_run)
-		recon_log(RECON_LOG_ERROR,
-			  "ALERT amount_mismatch job '%s' key '%s': upstream %s %s, local %s %s",
-			  a->job->name, key, ua, d->up.currency, la, d->local.currency);
+		recon_log(RECON_LOG_WARN, "ALERT amount_mismatch job '%s' key '%s': %s",
+			  a->job->name, key, why);
 	note(a, key, "amount_mismatch", RECON_ACT_ALERT,
 	     a->dry_run ? RECON_OUT_WOULD : RECON_OUT_DONE, a->dry_run ? 0 : 1, NULL);
+}
+
+/* Ends one ticket in the merchant's copy (tickets_unsynced callback). */
+static int sync_one(void *arg, const struct recon_ticket_end *t)
+{
+	struct actx *a = arg;
+	struct recon_err e;
+	int64_t affected = 0;
+	int rc;
+
+	recon_err_init(&e);
+	rc = recon_action_ticket_end(a->w, a->job, t->key, t->klass, t->status, t->run_id, t->note,
+				     &affected, &e);
+	if (rc == 0)
+		rc = recon_state_ticket_synced(a->st, a->job->name, t->key, t->klass, &e);
+	if (rc < 0 && !a->first.code)
+		a->first = e;
+	return rc < 0 ? rc : 0;
+}
+
+/* The merchant's copy hears of every ticket that ended (a run's resolution, a person's close). */
+static void sync_tickets(struct actx *a)
+{
+	struct recon_err e;
+	int rc;
+
+	recon_err_init(&e);
+	rc = writer(a, &e);
+	if (rc == RECON_ENOTFOUND)
+		return;
+	if (rc < 0 || recon_state_tickets_unsynced(a->st, a->job->name, sync_one, a, &e) < 0) {
+		if (!a->first.code)
+			a->first = e;
+	}
+}
+
+int recon_actions_sync_tickets(const struct recon_job *job, struct recon_state *st,
+			       struct recon_err *err)
+{
+	struct actx a;
+	int rc = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.job = job;
+	a.st = st;
+	sync_tickets(&a);
+	if (a.w)
+		a.w->ops->close(a.w);
+	if (a.first.code) {
+		*err = a.first;
+		rc = a.first.code;
+	}
+	return rc;
 }
 
 char *recon_action_counts_json(const struct recon_action_counts *c)
@@ -333,10 +413,14 @@ char *recon_action_counts_json(const struct recon_action_counts *c)
 	return s ? s : recon_xstrdup("{}");
 }
 
-int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64_t run_id,
-		      int64_t now, bool dry_run, const struct recon_diff *diffs, char *const *json,
-		      size_t n, struct recon_action_counts *counts, struct recon_err *err)
+int recon_actions_run(const struct recon_job *job, struct recon_state *st,
+		      const struct recon_record *rec, bool dry_run,
+		      struct recon_action_counts *counts, struct recon_err *err)
 {
+	const struct recon_diff *diffs = rec->diffs;
+	char *const *json = rec->json;
+	const size_t n = rec->n;
+	const int64_t run_id = rec->run_id, now = rec->now;
 	struct actx a;
 	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
 	char *cj;
@@ -346,6 +430,7 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 	memset(&a, 0, sizeof(a));
 	a.job = job;
 	a.st = st;
+	a.rec = rec;
 	a.run_id = run_id;
 	a.now = now;
 	a.dry_run = dry_run || !job->actions.enabled;
@@ -368,7 +453,7 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 		}
 		const struct recon_diff *d = &diffs[i];
 		const char *klass = recon_class_name(d->klass);
-		struct attempt t = {&a, d, key, klass, NULL, json[i], RECON_ACT_REPLAY, 0};
+		struct attempt t = {&a, d, key, klass, NULL, json[i], RECON_ACT_REPLAY, 0, 0};
 
 		recon_key_display(d->key, d->key_len, key, sizeof(key));
 		switch (d->klass) {
@@ -412,6 +497,8 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 		if (recon_state_batch_end(st, &e) < 0 && !a.first.code)
 			a.first = e;
 	}
+	if (!a.dry_run)
+		sync_tickets(&a);
 	cj = recon_action_counts_json(counts);
 	{
 		struct recon_err e;

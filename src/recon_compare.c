@@ -10,17 +10,18 @@
 #include <sys/mman.h>
 
 static const char *const class_names[] = {
-    "missing", "extra", "stuck", "amount_mismatch", "status_mismatch", "duplicate", "matched",
+    "missing",	 "extra",   "stuck",	"amount_mismatch", "status_mismatch",
+    "duplicate", "matched", "awaiting", "in_flight",
 };
 
 const char *recon_class_name(enum recon_class c)
 {
-	return (unsigned)c <= RECON_CLASS_MATCHED ? class_names[c] : "?";
+	return (unsigned)c <= RECON_CLASS_IN_FLIGHT ? class_names[c] : "?";
 }
 
 int recon_class_from_name(const char *name)
 {
-	for (int i = 0; i <= RECON_CLASS_MATCHED; i++)
+	for (int i = 0; i <= RECON_CLASS_IN_FLIGHT; i++)
 		if (!strcmp(name, class_names[i]))
 			return i;
 	return -1;
@@ -63,6 +64,7 @@ struct keyent {
 	int64_t refunded;
 	int64_t other;	  /* plain closed/pending rows and lone revocations: no payment entry */
 	int64_t up_first; /* first entry time */
+	int64_t up_last;  /* last entry time */
 	uint64_t up_line;
 	char up_currency[4];
 	bool up_currency_conflict;
@@ -70,6 +72,12 @@ struct keyent {
 	bool up_pending; /* plain pending row */
 	bool up_dup;	 /* the same provider entry listed twice */
 	bool up_looked_up;
+	bool up_plain_amount; /* a plain closed/pending row carries the order amount in `other` */
+	/* the ledger (recon_compare_carry / recon_compare_item) */
+	bool carried, item, evaluate;
+	int8_t item_class;
+	int64_t item_due;
+	struct recon_carry carry;
 	/* local rows: the first one is kept (key and entry_id NULL), more are duplicates */
 	uint32_t n_local;
 	struct recon_row local;
@@ -278,11 +286,6 @@ struct fpbucket {
 	size_t n, alloc;
 };
 
-struct settled_key {
-	const char *key; /* compare arena */
-	size_t len;
-};
-
 struct recon_compare {
 	const struct recon_job *job;
 	struct recon_window win;
@@ -305,9 +308,10 @@ struct recon_compare {
 	size_t apend;
 	struct recon_diff *diffs;
 	size_t ndiffs;
+	struct recon_diff *pending; /* awaiting and in flight */
+	size_t npending;
 	struct recon_compare_counts counts;
-	struct settled_key *settled; /* keys the previous window settled (sorted at classify) */
-	size_t nsettled, asettled;
+	int64_t history_start, horizon; /* recon_compare_horizon */
 };
 
 /* 64-bit hash of a key, 8 bytes at a time, then a full avalanche (murmur3 fmix64). */
@@ -390,6 +394,8 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	cmp->win = *win;
 	cmp->now = now;
 	cmp->upstream_is_statement = upstream_is_statement;
+	cmp->history_start = win->start;
+	cmp->horizon = win->end;
 	cmp->tbase = win->start;
 	if (cmp->tbase < INT64_MIN / 2 || cmp->tbase > INT64_MAX / 2)
 		cmp->tbase = 0;
@@ -417,32 +423,10 @@ struct batch {
 	unsigned char data[256u << 10];
 };
 
-static int settled_cmp(const void *a, const void *b)
+void recon_compare_horizon(struct recon_compare *cmp, int64_t history_start, int64_t horizon)
 {
-	const struct settled_key *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->key, y->key, n);
-
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-void recon_compare_settle(struct recon_compare *cmp, const char *key, size_t len)
-{
-	struct settled_key *k;
-
-	recon_grow((void **)&cmp->settled, &cmp->asettled, cmp->nsettled + 1,
-		   sizeof(*cmp->settled));
-	k = &cmp->settled[cmp->nsettled++];
-	k->key = recon_arena_strndup(&cmp->arena, key, len);
-	k->len = len;
-}
-
-static bool is_settled(const struct recon_compare *cmp, const char *key, size_t len)
-{
-	struct settled_key probe = {key, len};
-
-	return cmp->nsettled &&
-	       bsearch(&probe, cmp->settled, cmp->nsettled, sizeof(*cmp->settled), settled_cmp);
+	cmp->history_start = history_start;
+	cmp->horizon = horizon;
 }
 
 void recon_compare_free(struct recon_compare *cmp)
@@ -476,7 +460,7 @@ void recon_compare_free(struct recon_compare *cmp)
 	free(cmp->pend_keys);
 	free(cmp->pend_lens);
 	free(cmp->diffs);
-	free(cmp->settled);
+	free(cmp->pending);
 	free(cmp);
 }
 
@@ -584,14 +568,20 @@ static struct krec *get_rec(struct part *p, const char *key, size_t len, uint64_
  * bytes of that length (0x7f: a 4-byte length follows); 0x80 | n: n decimal
  * digits (n < 128), two to a byte. Equal entries have equal packings.
  */
-static size_t id_pack(uint8_t entry, const char *id, size_t len, unsigned char *out)
+static size_t id_pack(uint8_t entry, const char *key, uint32_t klen, const char *id, size_t len,
+		      unsigned char *out)
 {
 	size_t i, o = 0;
 	bool digits = len < 128;
 
 	for (i = 0; digits && i < len; i++)
 		digits = id[i] >= '0' && id[i] <= '9';
+	/* the key first: one provider id under two keys is two entries (DESIGN "Entry identity") */
 	out[o++] = entry;
+	memcpy(out + o, &klen, 4);
+	o += 4;
+	memcpy(out + o, key, klen);
+	o += klen;
 	if (digits) {
 		out[o++] = (unsigned char)(0x80 | len);
 		for (i = 0; i < len; i += 2)
@@ -613,14 +603,24 @@ static size_t id_pack(uint8_t entry, const char *id, size_t len, unsigned char *
 
 static size_t id_packed_len(const unsigned char *p)
 {
-	uint32_t l;
+	uint32_t l, klen;
+	size_t head;
 
+	memcpy(&klen, p + 1, 4);
+	head = 5 + (size_t)klen;
+	p += head - 1; /* p[1]: the id's form */
 	if (p[1] & 0x80)
-		return 2 + ((p[1] & 0x7fu) + 1) / 2;
+		return head + 1 + ((p[1] & 0x7fu) + 1) / 2;
 	if (p[1] < 0x7f)
-		return 2 + (size_t)p[1];
+		return head + 1 + (size_t)p[1];
 	memcpy(&l, p + 2, 4);
-	return 6 + (size_t)l;
+	return head + 5 + (size_t)l;
+}
+
+/* Bytes id_pack() may write for a row. */
+static size_t id_pack_max(const struct recon_row *row)
+{
+	return recon_st_add(recon_st_add(row->entry_id_len, row->key_len), 16);
 }
 
 /* Records the entry id of an upstream row; true when it was seen before (a duplicate). */
@@ -633,9 +633,9 @@ static bool id_seen(struct recon_compare *cmp, const struct recon_row *row)
 	uint32_t tag, ref;
 	bool dup = false;
 
-	if (row->entry_id_len + 8 > sizeof(small))
-		pk = recon_xmalloc(recon_st_add(row->entry_id_len, 8));
-	n = id_pack(row->entry, row->entry_id, row->entry_id_len, pk);
+	if (id_pack_max(row) > sizeof(small))
+		pk = recon_xmalloc(id_pack_max(row));
+	n = id_pack(row->entry, row->key, row->key_len, row->entry_id, row->entry_id_len, pk);
 	h = key_hash(pk, n);
 	tag = (uint32_t)h;
 	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
@@ -721,6 +721,8 @@ static void fold_up(struct keyent *k, const struct recon_row *row, bool dup)
 		k->up_first = row->time;
 		k->up_line = row->line;
 	}
+	if (k->n_up == 0 || row->time > k->up_last)
+		k->up_last = row->time;
 	if (k->n_up == 0)
 		memcpy(k->up_currency, row->currency, 4);
 	else if (memcmp(k->up_currency, row->currency, 4))
@@ -744,10 +746,12 @@ static void fold_up(struct keyent *k, const struct recon_row *row, bool dup)
 		case RECON_ST_CLOSED:
 			ok = add_saturating(&k->other, row->amount);
 			k->up_revoked = true;
+			k->up_plain_amount = true;
 			break;
 		default:
 			ok = add_saturating(&k->other, row->amount);
 			k->up_pending = true;
+			k->up_plain_amount = true;
 			break;
 		}
 	} else {
@@ -760,9 +764,8 @@ static void fold_up(struct keyent *k, const struct recon_row *row, bool dup)
 			ok = add_saturating(&k->refunded, row->amount);
 			break;
 		case RECON_ENTRY_REVOKE:
-			/* a revocation alone (its payment in an earlier statement) carries the
-			   order amount: compare it when no payment entry is present */
-			ok = add_saturating(&k->other, row->amount);
+			/* its amount (often 0.00) is never the order amount: the payment's is
+			   (DESIGN "Refunds and revocations across days") */
 			k->up_revoked = true;
 			break;
 		default:
@@ -918,11 +921,12 @@ void recon_compare_speculate_ids(struct recon_compare *cmp)
 	cmp->speculate = true;
 }
 
-/* The fingerprint of an entry (type and id); equal entries have equal ones. */
+/* The fingerprint of an entry (key, type and id); equal entries have equal ones. */
 static uint64_t id_fingerprint(const struct recon_row *row)
 {
 	return key_hash(row->entry_id, row->entry_id_len) ^
-	       ((uint64_t)row->entry + 1) * 0x9e3779b97f4a7c15ULL;
+	       ((uint64_t)row->entry + 1) * 0x9e3779b97f4a7c15ULL ^
+	       (key_hash(row->key, row->key_len) * 0xd6e8feb86659fd93ULL);
 }
 
 static void fp_add(struct recon_compare *cmp, uint64_t fp)
@@ -1427,9 +1431,9 @@ static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bo
 		route(f, &w, row->key);
 	} else if (f->side == RECON_SIDE_UPSTREAM) {
 		/* ids are checked in read order, a batch at a time */
-		if (!rejected && row->entry_id && row->entry_id_len + 8 <= sizeof(small)) {
-			w.id_len =
-			    (uint16_t)id_pack(row->entry, row->entry_id, row->entry_id_len, small);
+		if (!rejected && row->entry_id && id_pack_max(row) <= sizeof(small)) {
+			w.id_len = (uint16_t)id_pack(row->entry, row->key, row->key_len,
+						     row->entry_id, row->entry_id_len, small);
 		} else if (!rejected && row->entry_id) {
 			/* a long id: checked now, in order, after the rows gathered */
 			flush_pre(f);
@@ -1499,6 +1503,45 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	free(f);
 }
 
+/* ---- the ledger's inputs ---- */
+
+/* A key's widened record, created when the window read nothing of it (single-threaded). */
+static struct keyent *ledger_rec(struct recon_compare *cmp, const char *key, size_t len)
+{
+	uint64_t h = key_hash(key, len);
+	struct part *p = &cmp->part[PART_OF(cmp, h)];
+	struct krec *r = get_rec(p, key, len, h);
+
+	if (!(r->fl & F_EXT))
+		widen(cmp, p, r);
+	return r->u.ext;
+}
+
+void recon_compare_carry(struct recon_compare *cmp, const char *key, size_t len,
+			 const struct recon_carry *c)
+{
+	struct keyent *k;
+
+	/* history of a key this window does not touch is not needed (unless a rerun's own) */
+	if (!c->mine && !find_rec(cmp, key, len, key_hash(key, len)))
+		return;
+	k = ledger_rec(cmp, key, len);
+	k->carried = true;
+	k->carry = *c;
+	k->evaluate = k->evaluate || c->mine;
+}
+
+void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, int klass,
+			int64_t due)
+{
+	struct keyent *k = ledger_rec(cmp, key, len);
+
+	k->item = true;
+	k->item_class = (int8_t)klass;
+	k->item_due = due;
+	k->evaluate = true;
+}
+
 /* ---- classification ---- */
 
 /* Runs body for every record of partition pi, in storage order. */
@@ -1517,26 +1560,28 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	for (int pi_ = 0; pi_ < NPART; pi_++)                                                      \
 	FOR_EACH_REC_OF(cmp, pi_, r, body)
 
-static bool up_owned(const struct recon_compare *cmp, const struct keyent *k)
+/* The key's local row lies in the window (not only in its margins). */
+static bool local_touched(const struct recon_compare *cmp, const struct keyent *k)
 {
-	if (cmp->upstream_is_statement && !k->up_looked_up)
-		return true;
-	return k->up_first >= cmp->win.start && k->up_first < cmp->win.end;
+	return k->n_local && !(k->local.flags & RECON_ROW_LOOKED_UP) &&
+	       k->local.time >= cmp->win.start && k->local.time < cmp->win.end;
 }
 
-static bool local_owned(const struct recon_compare *cmp, const struct keyent *k)
+/* Entries of this window (a lookup's entries belong to other windows). */
+static bool up_touched(const struct keyent *k)
 {
-	int64_t t = k->local.time;
-
-	/* owned by the window holding time + margin, computed without overflow */
-	return t >= cmp->win.start - cmp->job->margin_ms && t < cmp->win.end - cmp->job->margin_ms;
+	return k->n_up && !k->up_looked_up;
 }
 
-static bool owned(const struct recon_compare *cmp, const struct keyent *k)
+/* DESIGN "Entries belong to windows; keys do not": which keys this run evaluates. */
+static bool evaluated(const struct recon_compare *cmp, const struct keyent *k)
 {
-	if (k->n_up)
-		return up_owned(cmp, k);
-	return local_owned(cmp, k);
+	return k->evaluate || up_touched(k) || local_touched(cmp, k);
+}
+
+static bool carried_entries(const struct keyent *k)
+{
+	return k->carried && k->carry.entries;
 }
 
 static bool terminal(int st)
@@ -1544,25 +1589,92 @@ static bool terminal(int st)
 	return st == RECON_ST_SUCCESS || st == RECON_ST_REFUNDED || st == RECON_ST_CLOSED;
 }
 
-/* The folded upstream status of a key. */
-static int up_status(const struct keyent *k)
+static int64_t add_clamped(int64_t a, int64_t b)
 {
-	if (k->up_revoked)
-		return RECON_ST_CLOSED; /* never paid, or paid then revoked: no money kept */
-	if (k->n_payment) {
-		if (k->refunded >= k->paid && k->paid > 0)
-			return RECON_ST_REFUNDED;
-		return RECON_ST_SUCCESS;
-	}
-	if (k->refunded > 0)
-		return RECON_ST_REFUNDED; /* refund of an earlier statement's payment */
-	return RECON_ST_PENDING;
+	return add_saturating(&a, b) ? a : (b > 0 ? INT64_MAX : INT64_MIN);
 }
 
-/* The order amount upstream says, for comparison with the local row. */
-static int64_t up_amount(const struct keyent *k)
+/* A key's cumulative upstream view: this window's entries plus the carried ones. */
+struct upview {
+	int64_t paid, refunded, other;
+	uint32_t n, payments;
+	bool revoked, pending, conflict, dup, plain_amount, carried, looked_up;
+	char cur[4];
+	int64_t first, last;
+	uint64_t line;
+};
+
+static void up_view(const struct keyent *k, struct upview *v)
 {
-	return k->n_payment ? k->paid : k->other;
+	const struct recon_carry *c = &k->carry;
+
+	memset(v, 0, sizeof(*v));
+	if (k->n_up) {
+		v->paid = k->paid;
+		v->refunded = k->refunded;
+		v->other = k->other;
+		v->n = k->n_up;
+		v->payments = k->n_payment;
+		v->revoked = k->up_revoked;
+		v->pending = k->up_pending;
+		v->conflict = k->up_currency_conflict;
+		v->dup = k->up_dup;
+		v->plain_amount = k->up_plain_amount;
+		v->looked_up = k->up_looked_up;
+		memcpy(v->cur, k->up_currency, 4);
+		v->first = k->up_first;
+		v->last = k->up_last;
+		v->line = k->up_line;
+	}
+	if (!carried_entries(k))
+		return;
+	if (!v->n) {
+		memcpy(v->cur, c->currency, 4);
+		v->first = c->first;
+		v->last = c->last;
+	} else {
+		if (memcmp(v->cur, c->currency, 4))
+			v->conflict = true;
+		if (c->first < v->first)
+			v->first = c->first;
+		if (c->last > v->last)
+			v->last = c->last;
+	}
+	if (!add_saturating(&v->paid, c->paid) || !add_saturating(&v->refunded, c->refunded))
+		v->conflict = true;
+	v->n += c->entries;
+	v->payments += c->payments;
+	v->revoked = v->revoked || c->revoked;
+	v->pending = v->pending || c->pending;
+	v->conflict = v->conflict || c->conflict;
+	v->dup = v->dup || c->duplicate;
+	v->carried = true;
+}
+
+/*
+ * The order amount the view says: its payments; a plain closed or pending
+ * row's amount; else (no payment in the view: it matched in an earlier
+ * window, or lies before the job's history) the local row's.
+ */
+static int64_t order_amount(const struct upview *v, const struct keyent *k)
+{
+	if (v->payments)
+		return v->paid;
+	if (v->plain_amount)
+		return v->other;
+	return k->n_local ? k->local.amount : 0;
+}
+
+/* The folded upstream status of a view. */
+static int up_status(const struct upview *v, int64_t order)
+{
+	if (v->revoked)
+		return RECON_ST_CLOSED; /* never paid, or paid then revoked: no money kept */
+	if (v->refunded > 0 && order > 0 && v->refunded >= order)
+		return RECON_ST_REFUNDED;
+	if (v->payments || v->refunded > 0)
+		return RECON_ST_SUCCESS;
+	return RECON_ST_PENDING;
 }
 
 static bool amounts_differ(const struct recon_compare *cmp, int64_t a, int64_t b)
@@ -1580,51 +1692,77 @@ static bool amounts_differ(const struct recon_compare *cmp, int64_t a, int64_t b
 	return d > cmp->job->tolerance_minor;
 }
 
+/* A local-only key or a local refund ahead of upstream: awaiting until *due passes the horizon. */
+static enum recon_class awaiting_or(const struct recon_compare *cmp, int64_t *due,
+				    enum recon_class klass, struct recon_compare_counts *counts)
+{
+	if (*due <= cmp->horizon) {
+		*due = 0;
+		return klass;
+	}
+	counts->awaiting++;
+	return RECON_CLASS_AWAITING;
+}
+
+/* DESIGN "Classification" over the cumulative view; *due for awaiting and in flight. */
 static enum recon_class classify_key(const struct recon_compare *cmp, const struct keyent *k,
+				     const struct upview *v, int64_t *due,
 				     struct recon_compare_counts *counts)
 {
-	const bool up = k->n_up > 0, local = k->n_local > 0;
-	int ust, lst;
+	const struct recon_job *job = cmp->job;
+	const bool up = v->n > 0, local = k->n_local > 0;
+	int ust, lst = local ? k->local.status : -1;
+	int64_t order;
 
-	if (k->up_dup || k->n_local > 1)
+	*due = 0;
+	if (v->dup || k->n_local > 1)
 		return RECON_CLASS_DUPLICATE;
-	lst = local ? k->local.status : -1;
-	if (up && !local) {
-		ust = up_status(k);
+	if (!up) {
+		/* a local pending or closed order without upstream is not a difference */
+		if (lst != RECON_ST_SUCCESS && lst != RECON_ST_REFUNDED)
+			return RECON_CLASS_MATCHED;
+		*due = add_clamped(k->local.time, job->settle_after_ms);
+		return awaiting_or(cmp, due, RECON_CLASS_EXTRA, counts);
+	}
+	order = order_amount(v, k);
+	ust = up_status(v, order);
+	if (!local) {
 		if (ust == RECON_ST_SUCCESS || ust == RECON_ST_REFUNDED)
 			return RECON_CLASS_MISSING;
 		if (ust == RECON_ST_PENDING)
 			counts->in_flight++;
 		return RECON_CLASS_MATCHED;
 	}
-	if (!up) {
-		return lst == RECON_ST_SUCCESS || lst == RECON_ST_REFUNDED ? RECON_CLASS_EXTRA
-									   : RECON_CLASS_MATCHED;
-	}
-	ust = up_status(k);
-	if (k->up_currency_conflict || memcmp(k->up_currency, k->local.currency, 4))
+	if (v->conflict || memcmp(v->cur, k->local.currency, 4))
 		return RECON_CLASS_AMOUNT_MISMATCH;
-	if (!k->n_payment && k->refunded > 0 && !k->up_revoked) {
-		/* refund-only: the payment was in an earlier statement */
-		if (k->refunded > k->local.amount &&
-		    amounts_differ(cmp, k->refunded, k->local.amount))
-			return RECON_CLASS_AMOUNT_MISMATCH;
-		ust = amounts_differ(cmp, k->refunded, k->local.amount) ? RECON_ST_SUCCESS
-									: RECON_ST_REFUNDED;
-	} else {
-		if (amounts_differ(cmp, up_amount(k), k->local.amount))
-			return RECON_CLASS_AMOUNT_MISMATCH;
-		if (k->n_payment && k->refunded > k->paid)
-			return RECON_CLASS_AMOUNT_MISMATCH; /* refunded more than was paid */
-	}
+	if (amounts_differ(cmp, order, k->local.amount) || v->refunded > order)
+		return RECON_CLASS_AMOUNT_MISMATCH; /* or refunded more than was paid */
 	if (terminal(ust) && lst == RECON_ST_PENDING) {
-		if (cmp->now - k->local.time > cmp->job->stuck_after_ms)
+		/* stuck_after counts from the upstream's terminal entry, not the local creation */
+		*due = add_clamped(v->last, job->stuck_after_ms);
+		if (cmp->now > *due) {
+			*due = 0;
 			return RECON_CLASS_STUCK;
+		}
 		counts->in_flight++;
-		return RECON_CLASS_MATCHED;
+		return RECON_CLASS_IN_FLIGHT;
 	}
-	if (terminal(ust) && terminal(lst) && ust != lst)
-		return RECON_CLASS_STATUS_MISMATCH;
+	if (terminal(ust) && terminal(lst) && ust != lst) {
+		if (lst != RECON_ST_REFUNDED || ust != RECON_ST_SUCCESS)
+			return RECON_CLASS_STATUS_MISMATCH;
+		/*
+		 * The local flow shows a refund upstream does not (yet): refunds reach
+		 * a later statement. Before the job's history a consistent refund is
+		 * not a difference; else it is awaited for one settle horizon from the
+		 * run that first saw it.
+		 */
+		if (!v->payments && k->local.time < cmp->history_start)
+			return RECON_CLASS_MATCHED;
+		*due = k->item && k->item_class == RECON_CLASS_AWAITING && k->item_due
+			   ? k->item_due
+			   : add_clamped(cmp->now, job->settle_after_ms);
+		return awaiting_or(cmp, due, RECON_CLASS_STATUS_MISMATCH, counts);
+	}
 	if (ust == RECON_ST_PENDING)
 		counts->in_flight++;
 	return RECON_CLASS_MATCHED;
@@ -1655,9 +1793,11 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 			continue; /* its class is undecidable anyway: no lookup */
 		k = view(cmp, r, &tmp);
 		if (side == RECON_SIDE_LOCAL)
-			want = k->n_up && !k->n_local && up_owned(cmp, k);
+			want = !k->n_local && evaluated(cmp, k) &&
+			       (k->n_up || carried_entries(k) || k->item);
 		else
-			want = !k->n_up && k->n_local == 1 && local_owned(cmp, k) &&
+			want = !k->n_up && !carried_entries(k) && k->n_local == 1 &&
+			       local_touched(cmp, k) &&
 			       (k->local.status == RECON_ST_SUCCESS ||
 				k->local.status == RECON_ST_REFUNDED);
 		if (!want)
@@ -1694,14 +1834,50 @@ static int diff_cmp(const void *a, const void *b)
 	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
-/* One partition's classes: its own counts and differences (unsorted). */
+/* One partition's classes: its own counts, differences and pending items (unsorted). */
 struct classified {
 	struct recon_compare *cmp;
 	int pi;
 	struct recon_compare_counts counts;
-	struct recon_diff *diffs;
-	size_t n, alloc;
+	struct recon_diff *diffs, *pending;
+	size_t n, alloc, npending, apending;
 };
+
+/* Both sides' views of an evaluated key, as a difference shows them. */
+static void fill_diff(struct recon_diff *d, const struct krec *r, const struct keyent *k,
+		      const struct upview *v)
+{
+	memset(d, 0, sizeof(*d));
+	d->key = r->key;
+	d->key_len = r->key_len;
+	d->klass = (uint8_t)r->klass;
+	if (v->n) {
+		int64_t order = order_amount(v, k);
+		d->up.present = true;
+		d->up.status = (uint8_t)up_status(v, order);
+		memcpy(d->up.currency, v->cur, 4);
+		d->up.amount = v->payments || v->plain_amount ? order : 0;
+		d->up.assumed = !v->payments && !v->plain_amount;
+		d->up.refunded = v->refunded;
+		d->up.time = v->first;
+		d->up.last = v->last;
+		d->up.line = k->n_up ? v->line : 0;
+		d->up.rows = v->n;
+		d->up.looked_up = v->looked_up;
+		d->up.carried = v->carried;
+		d->up.conflict = v->conflict;
+	}
+	if (k->n_local) {
+		d->local.present = true;
+		d->local.status = k->local.status;
+		memcpy(d->local.currency, k->local.currency, 4);
+		d->local.amount = k->local.amount;
+		d->local.time = k->local.time;
+		d->local.line = k->local.line;
+		d->local.rows = k->n_local;
+		d->local.looked_up = (k->local.flags & RECON_ROW_LOOKED_UP) != 0;
+	}
+}
 
 static void classify_part(struct classified *out)
 {
@@ -1709,64 +1885,48 @@ static void classify_part(struct classified *out)
 	struct recon_compare_counts *c = &out->counts;
 	const int pi = out->pi;
 	struct keyent tmp;
+	struct upview v;
 
 	FOR_EACH_REC_OF(cmp, pi, r, {
-		const struct keyent *k;
+		const struct keyent *k = view(cmp, r, &tmp);
+		int64_t due;
 		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
 			/* a row of this key is unreadable: no class can be asserted */
-			k = view(cmp, r, &tmp);
 			r->klass = -1;
 			c->keys_rejected++;
 			c->rows_other[0] += k->n_up;
 			c->rows_other[1] += k->n_local;
 			continue;
 		}
-		k = view(cmp, r, &tmp);
-		if (!k->n_up && !k->n_local)
-			continue;
-		/* a local-only key the previous window's statement already settled */
-		if (!owned(cmp, k) || (!k->n_up && is_settled(cmp, r->key, r->key_len))) {
+		if (!evaluated(cmp, k)) {
 			r->klass = -1;
 			c->rows_other[0] += k->n_up;
 			c->rows_other[1] += k->n_local;
 			continue;
 		}
-		r->klass = (int8_t)classify_key(cmp, k, c);
+		up_view(k, &v);
+		r->klass = (int8_t)classify_key(cmp, k, &v, &due, c);
 		c->keys_owned++;
+		c->carried += v.carried;
 		c->rows_owned[0] += k->n_up;
 		c->rows_owned[1] += k->n_local;
 		if (r->klass == RECON_CLASS_MATCHED) {
 			c->matched++;
 			continue;
 		}
-		c->classes[r->klass]++;
-		recon_grow((void **)&out->diffs, &out->alloc, out->n + 1, sizeof(*out->diffs));
-		struct recon_diff *d = &out->diffs[out->n++];
-		memset(d, 0, sizeof(*d));
-		d->key = r->key;
-		d->key_len = r->key_len;
-		d->klass = (uint8_t)r->klass;
-		if (k->n_up) {
-			d->up.present = true;
-			d->up.status = (uint8_t)up_status(k);
-			memcpy(d->up.currency, k->up_currency, 4);
-			d->up.amount = up_amount(k);
-			d->up.refunded = k->refunded;
-			d->up.time = k->up_first;
-			d->up.line = k->up_line;
-			d->up.rows = k->n_up;
-			d->up.looked_up = k->up_looked_up;
+		struct recon_diff *d;
+		if (r->klass > RECON_CLASS_MATCHED) {
+			recon_grow((void **)&out->pending, &out->apending, out->npending + 1,
+				   sizeof(*out->pending));
+			d = &out->pending[out->npending++];
+		} else {
+			c->classes[r->klass]++;
+			recon_grow((void **)&out->diffs, &out->alloc, out->n + 1,
+				   sizeof(*out->diffs));
+			d = &out->diffs[out->n++];
 		}
-		if (k->n_local) {
-			d->local.present = true;
-			d->local.status = k->local.status;
-			memcpy(d->local.currency, k->local.currency, 4);
-			d->local.amount = k->local.amount;
-			d->local.time = k->local.time;
-			d->local.line = k->local.line;
-			d->local.rows = k->n_local;
-			d->local.looked_up = (k->local.flags & RECON_ROW_LOOKED_UP) != 0;
-		}
+		fill_diff(d, r, k, &v);
+		d->due = due;
 	})
 }
 
@@ -1776,19 +1936,39 @@ static void *classify_part_thread(void *arg)
 	return NULL;
 }
 
+/* Concatenates the partitions' lists into one, in key order. */
+static struct recon_diff *merge_lists(struct recon_diff *const *lists, const size_t *ns, size_t *n)
+{
+	size_t total = 0;
+	struct recon_diff *all;
+
+	for (int i = 0; i < NPART; i++)
+		total += ns[i];
+	all = recon_xmalloc(recon_st_mult(total ? total : 1, sizeof(*all)));
+	total = 0;
+	for (int i = 0; i < NPART; i++) {
+		if (ns[i])
+			memcpy(all + total, lists[i], ns[i] * sizeof(*all));
+		total += ns[i];
+	}
+	if (total)
+		qsort(all, total, sizeof(*all), diff_cmp);
+	*n = total;
+	return all;
+}
+
 /* The two partitions are classified on two threads (they share nothing but reads). */
 void recon_compare_classify(struct recon_compare *cmp)
 {
 	struct classified part[NPART];
+	struct recon_diff *lists[NPART];
+	size_t ns[NPART];
 	pthread_t th;
 	bool threaded;
-	size_t nd = 0;
 
 	memset(&cmp->counts, 0, sizeof(cmp->counts));
 	free(cmp->diffs);
-	cmp->diffs = NULL;
-	if (cmp->nsettled)
-		qsort(cmp->settled, cmp->nsettled, sizeof(*cmp->settled), settled_cmp);
+	free(cmp->pending);
 	memset(part, 0, sizeof(part));
 	for (int i = 0; i < NPART; i++) {
 		part[i].cmp = cmp;
@@ -1805,6 +1985,8 @@ void recon_compare_classify(struct recon_compare *cmp)
 		cmp->counts.keys_owned += c->keys_owned;
 		cmp->counts.matched += c->matched;
 		cmp->counts.in_flight += c->in_flight;
+		cmp->counts.awaiting += c->awaiting;
+		cmp->counts.carried += c->carried;
 		cmp->counts.keys_rejected += c->keys_rejected;
 		for (int s = 0; s < 2; s++) {
 			cmp->counts.rows_owned[s] += c->rows_owned[s];
@@ -1812,19 +1994,20 @@ void recon_compare_classify(struct recon_compare *cmp)
 		}
 		for (int k = 0; k < RECON_CLASS__COUNT; k++)
 			cmp->counts.classes[k] += c->classes[k];
-		nd += part[i].n;
 	}
-	cmp->diffs = recon_xmalloc(recon_st_mult(nd ? nd : 1, sizeof(*cmp->diffs)));
-	nd = 0;
 	for (int i = 0; i < NPART; i++) {
-		if (part[i].n)
-			memcpy(cmp->diffs + nd, part[i].diffs, part[i].n * sizeof(*cmp->diffs));
-		nd += part[i].n;
-		free(part[i].diffs);
+		lists[i] = part[i].diffs;
+		ns[i] = part[i].n;
 	}
-	if (nd)
-		qsort(cmp->diffs, nd, sizeof(*cmp->diffs), diff_cmp);
-	cmp->ndiffs = nd;
+	cmp->diffs = merge_lists(lists, ns, &cmp->ndiffs);
+	for (int i = 0; i < NPART; i++) {
+		free(part[i].diffs);
+		lists[i] = part[i].pending;
+		ns[i] = part[i].npending;
+	}
+	cmp->pending = merge_lists(lists, ns, &cmp->npending);
+	for (int i = 0; i < NPART; i++)
+		free(part[i].pending);
 }
 
 const struct recon_compare_counts *recon_compare_counts(const struct recon_compare *cmp)
@@ -1838,6 +2021,12 @@ const struct recon_diff *recon_compare_diffs(const struct recon_compare *cmp, si
 	return cmp->diffs;
 }
 
+const struct recon_diff *recon_compare_pending(const struct recon_compare *cmp, size_t *n)
+{
+	*n = cmp->npending;
+	return cmp->pending;
+}
+
 int recon_compare_key_class(const struct recon_compare *cmp, const char *key, size_t len)
 {
 	const struct krec *r = find_rec(cmp, key, len, key_hash(key, len));
@@ -1845,18 +2034,45 @@ int recon_compare_key_class(const struct recon_compare *cmp, const char *key, si
 	return r ? r->klass : -1;
 }
 
-void recon_compare_boundary_keys(struct recon_compare *cmp,
-				 void (*fn)(void *arg, const char *key, size_t len), void *arg)
+void recon_compare_contributions(const struct recon_compare *cmp,
+				 void (*fn)(void *arg, const struct recon_contrib *c), void *arg)
 {
-	const int64_t from = cmp->win.end - cmp->job->margin_ms;
 	struct keyent tmp;
+	struct upview v;
 
 	FOR_EACH_REC(cmp, r, {
 		const struct keyent *k;
-		if (r->klass < 0 || (r->fl & (F_REJ_UP | F_REJ_LOC)))
-			continue;
+		struct recon_contrib c;
+		bool need;
+		if (r->klass < 0)
+			continue; /* not evaluated, or a row was rejected */
 		k = view(cmp, r, &tmp);
-		if (k->n_up && k->n_local && k->local.time >= from && k->local.time < cmp->win.end)
-			fn(arg, r->key, r->key_len);
+		if (!up_touched(k))
+			continue; /* nothing of this window's upstream */
+		up_view(k, &v);
+		int64_t order = order_amount(&v, k);
+		bool partial = !v.revoked && v.refunded > 0 && v.refunded < order;
+		need = r->klass != RECON_CLASS_MATCHED || k->carried || k->item ||
+		       k->refunded > 0 || k->up_revoked || k->up_pending || partial ||
+		       !local_touched(cmp, k);
+		if (!need)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.key = r->key;
+		c.key_len = r->key_len;
+		c.klass = r->klass;
+		c.partial = partial;
+		c.c.paid = k->paid;
+		c.c.refunded = k->refunded;
+		c.c.payments = k->n_payment;
+		c.c.entries = k->n_up;
+		c.c.revoked = k->up_revoked;
+		c.c.pending = k->up_pending;
+		c.c.conflict = k->up_currency_conflict;
+		c.c.duplicate = k->up_dup;
+		memcpy(c.c.currency, k->up_currency, 4);
+		c.c.first = k->up_first;
+		c.c.last = k->up_last;
+		fn(arg, &c);
 	});
 }

@@ -1377,12 +1377,64 @@ out_defaults:
 	return rc;
 }
 
-static const char *const job_keys[] = {
-    "job",	   "description", "timezone",	"currency",
-    "upstream",	   "local",	  "status_map", "amount_tolerance_minor",
-    "stuck_after", "margin",	  "hot",	"max_rejects",
-    "state",	   "heartbeat",	  "check",	"actions",
-    NULL};
+static const char *const job_keys[] = {"job",
+				       "description",
+				       "timezone",
+				       "currency",
+				       "upstream",
+				       "local",
+				       "status_map",
+				       "amount_tolerance_minor",
+				       "stuck_after",
+				       "margin",
+				       "hot",
+				       "max_rejects",
+				       "state",
+				       "heartbeat",
+				       "check",
+				       "actions",
+				       "settle_after",
+				       "lock_wait",
+				       "t1",
+				       "ledger",
+				       NULL};
+
+/* "t1": {"after", "max_days"} and "ledger": {"retention", "settled"} (DESIGN "Days, watermarks and
+ * locks"). */
+static int get_t1_ledger(struct loader *L, json_t *root, struct recon_job *job)
+{
+	static const char *const t1_keys[] = {"after", "max_days", NULL};
+	static const char *const ledger_keys[] = {"retention", "settled", NULL};
+	json_t *v;
+	int rc = 0;
+
+	if ((v = json_object_get(root, "t1"))) {
+		push(L, "t1");
+		if (!json_is_object(v))
+			rc = lerr(L, "expected an object with 'after' and/or 'max_days'");
+		else if ((rc = check_keys(L, v, t1_keys)) == 0 &&
+			 (rc = get_duration(L, v, "after", &job->t1_after_ms)) == 0 &&
+			 (rc = get_count(L, v, "max_days", &job->t1_max_days)) == 0 &&
+			 job->t1_max_days < 1) {
+			push(L, "max_days");
+			rc = lerr(L, "must be at least 1");
+			pop(L);
+		}
+		pop(L);
+		if (rc < 0)
+			return rc;
+	}
+	if ((v = json_object_get(root, "ledger"))) {
+		push(L, "ledger");
+		if (!json_is_object(v))
+			rc = lerr(L, "expected an object with 'retention' and/or 'settled'");
+		else if ((rc = check_keys(L, v, ledger_keys)) == 0 &&
+			 (rc = get_duration(L, v, "retention", &job->ledger_retention_ms)) == 0)
+			rc = get_duration(L, v, "settled", &job->ledger_settled_ms);
+		pop(L);
+	}
+	return rc;
+}
 
 /* Side zone and currency defaults, then the zone itself. */
 static int finish_side(struct loader *L, struct recon_job *job, struct recon_side *s)
@@ -1444,6 +1496,10 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	job->hot_lag_ms = 2 * RECON_MS_PER_MIN;
 	job->hot_max_windows = 12;
 	job->t1_max_days = 31;
+	job->settle_after_ms = -1; /* default: the margin, once known */
+	job->lock_wait_ms = 10 * RECON_MS_PER_MIN;
+	job->ledger_retention_ms = 400 * RECON_MS_PER_DAY;
+	job->ledger_settled_ms = 35 * RECON_MS_PER_DAY;
 	/* t1: at 10:30 yesterday is reconciled, so the watermark is ~34.5h old at worst */
 	job->check_max_lag_ms[0] = 36 * RECON_MS_PER_HOUR;
 	job->check_max_age_ms[0] = 26 * RECON_MS_PER_HOUR;
@@ -1533,6 +1589,9 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	if ((rc = get_count(&L, root, "amount_tolerance_minor", &job->tolerance_minor)) < 0 ||
 	    (rc = get_duration(&L, root, "stuck_after", &job->stuck_after_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "margin", &job->margin_ms)) < 0 ||
+	    (rc = get_duration(&L, root, "settle_after", &job->settle_after_ms)) < 0 ||
+	    (rc = get_duration(&L, root, "lock_wait", &job->lock_wait_ms)) < 0 ||
+	    (rc = get_t1_ledger(&L, root, job)) < 0 ||
 	    (rc = get_count(&L, root, "max_rejects", &job->max_rejects)) < 0 ||
 	    (rc = get_str(&L, root, "state", &job->state_path)) < 0 ||
 	    (rc = get_str(&L, root, "heartbeat", &job->heartbeat_path)) < 0)
@@ -1589,6 +1648,8 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 		if (rc < 0)
 			goto out;
 	}
+	if (job->settle_after_ms < 0)
+		job->settle_after_ms = job->margin_ms;
 	if (job->margin_ms > RECON_MS_PER_DAY) {
 		push(&L, "margin");
 		rc = lerr(&L, "must be at most 1d");

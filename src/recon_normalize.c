@@ -205,10 +205,14 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 		out->flags |= RECON_ROW_HAS_STATUS;
 	}
 
-	/* entry identity: refund id for refunds when mapped, else the transaction id */
+	/*
+	 * Entry identity (DESIGN "Entry identity"): a refund is its refund id, or
+	 * id-less (key, amount, time): two partial refunds of one payment carry
+	 * the same transaction id and are still two refunds. Anything else is its
+	 * transaction id. The compare pairs the id with the key.
+	 */
 	enum recon_col idc = RECON_COL_TXN_ID;
-	if (out->entry == RECON_ENTRY_REFUND && raw->val[RECON_COL_REFUND_ID] &&
-	    raw->len[RECON_COL_REFUND_ID])
+	if (out->entry == RECON_ENTRY_REFUND && !(out->flags & RECON_ROW_HAS_STATUS))
 		idc = RECON_COL_REFUND_ID;
 	s = raw->val[idc];
 	len = raw->len[idc];

@@ -94,7 +94,8 @@ struct reader {
 	struct recon_source *src;
 	struct rejects rejects;
 	struct recon_arena scratch; /* strings of the row being normalized */
-	uint64_t rows_read, rows_rejected, rows_skipped, lookups;
+	bool window_only;	    /* entries outside [start, end) belong to other windows */
+	uint64_t rows_read, rows_rejected, rows_skipped, lookups, rows_other;
 	atomic_uint_fast64_t seen; /* rows_read, for the progress line of the other thread */
 	atomic_bool *stop;	   /* a side failed: the other stops reading */
 	struct recon_err err;
@@ -152,12 +153,13 @@ static void reader_merge(struct reader *rd, struct rejects *to, struct recon_run
 	sum->rows_rejected[rd->which] += rd->rows_rejected;
 	sum->rows_skipped += rd->rows_skipped;
 	sum->lookups[rd->which] += rd->lookups;
+	sum->rows_other[rd->which] += rd->rows_other;
 	free(r->v);
 	r->v = NULL;
 	r->n = r->alloc = 0;
 	r->total = 0;
 	recon_arena_release(&r->arena);
-	rd->rows_read = rd->rows_rejected = rd->rows_skipped = rd->lookups = 0;
+	rd->rows_read = rd->rows_rejected = rd->rows_skipped = rd->lookups = rd->rows_other = 0;
 }
 
 #define PROGRESS_EVERY 65536 /* rows between progress checks */
@@ -250,6 +252,13 @@ static int drain(struct reader *rd, bool lookup, const struct asked_key *asked, 
 		if (lookup && row.key && !was_asked(asked, nasked, row.key, row.key_len))
 			continue;
 		rd->rows_read++;
+		/* an upstream entry belongs to the window holding its time (DESIGN "Entries
+		   belong to windows"): one read through the margins is another window's */
+		if (rc == RECON_NORM_ROW && rd->window_only && !lookup &&
+		    (row.time < rd->win->start || row.time >= rd->win->end)) {
+			rd->rows_other++;
+			continue;
+		}
 		if (rc == RECON_NORM_SKIPPED) {
 			rd->rows_skipped++;
 			continue;
@@ -591,31 +600,74 @@ static void note_error(struct recon_run_summary *sum, const struct recon_err *er
 	sum->exit_code = recon_err_exit_code(err->code);
 }
 
-static void settle_one(void *arg, const char *key, size_t len)
+/* The ledger's rows and open items go into the compare (recon_state_ledger_load sink). */
+static void carry_one(void *arg, const char *key, size_t len, const struct recon_carry *c)
 {
-	recon_compare_settle(arg, key, len);
+	recon_compare_carry(arg, key, len, c);
 }
 
-/* Keys a day settled near its end, collected for the state store (borrowed from the compare). */
-struct boundary {
-	const char **keys;
-	size_t *lens;
+static void item_one(void *arg, const char *key, size_t len, int klass, int64_t due)
+{
+	recon_compare_item(arg, key, len, klass, due);
+}
+
+/* The keys whose entries of this window the ledger keeps (borrowed from the compare). */
+struct contribs {
+	struct recon_contrib *v;
 	size_t n, alloc;
 };
 
-static void boundary_one(void *arg, const char *key, size_t len)
+static void contrib_one(void *arg, const struct recon_contrib *c)
 {
-	struct boundary *b = arg;
+	struct contribs *cs = arg;
 
-	if (b->n >= b->alloc) {
-		size_t a = b->alloc;
-		recon_grow((void **)&b->keys, &a, b->n + 1, sizeof(*b->keys));
-		b->lens = recon_xrealloc(b->lens, recon_st_mult(a, sizeof(*b->lens)));
-		b->alloc = a;
-	}
-	b->keys[b->n] = key;
-	b->lens[b->n] = len;
-	b->n++;
+	recon_grow((void **)&cs->v, &cs->alloc, cs->n + 1, sizeof(*cs->v));
+	cs->v[cs->n++] = *c;
+}
+
+/*
+ * Reads the (job, mode) ledger into the compare and sets its bounds: the
+ * job's first reconciled window (history) and the end of the latest
+ * reconciled window once this one is (the settle horizon).
+ */
+static int ledger_in(const struct recon_ctx *ctx, struct recon_state *st,
+		     const struct recon_window *win, struct recon_compare *cmp,
+		     struct recon_err *err)
+{
+	const char *mode = recon_mode_name(ctx->mode);
+	const struct recon_ledger_sink sink = {carry_one, item_one, cmp};
+	int64_t history = win->start, wm = win->end;
+	int rc;
+
+	rc = recon_state_history_start(st, ctx->job->name, mode, &history, err);
+	if (rc < 0 && rc != RECON_ENOTFOUND)
+		return rc;
+	if (history > win->start)
+		history = win->start;
+	rc = recon_state_watermark_get(st, ctx->job->name, mode, &wm, err);
+	if (rc < 0 && rc != RECON_ENOTFOUND)
+		return rc;
+	recon_compare_horizon(cmp, history, wm > win->end ? wm : win->end);
+	return recon_state_ledger_load(st, ctx->job->name, mode, win->start, &sink, err);
+}
+
+/* The JSON lines of a list of differences. */
+static char **render_lines(const struct recon_job *job, const struct recon_diff *d, size_t n,
+			   const char *up_name, const char *local_name)
+{
+	char **json = recon_xcalloc(n ? n : 1, sizeof(*json));
+
+	for (size_t i = 0; i < n; i++)
+		json[i] = recon_report_diff_json(job, &d[i], up_name, local_name);
+	return json;
+}
+
+static void free_lines(char **json, size_t n)
+{
+	if (json)
+		for (size_t i = 0; i < n; i++)
+			free(json[i]);
+	free(json);
 }
 
 int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
@@ -633,9 +685,12 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	atomic_bool stop;
 	char date[16], config_sha[65], up_sha[65], local_sha[65];
 	bool rejects_stored = false, statement = false;
-	const struct recon_diff *diffs;
-	char **json = NULL;
-	size_t ndiffs = 0;
+	const struct recon_diff *diffs, *pend;
+	char **json = NULL, **pjson = NULL;
+	size_t ndiffs = 0, npend = 0;
+	struct contribs contribs = {0};
+	struct recon_record rec;
+	struct recon_item_counts ic;
 	int64_t t0 = monotonic_ms();
 	struct phases ph = {.last = t0, .last_cpu = cpu_ms()};
 	int rc = 0;
@@ -671,11 +726,16 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		reader_init(&rds[RECON_SIDE_UPSTREAM], win, cmp, &job->upstream,
 			    RECON_SIDE_UPSTREAM, &stop);
 		reader_init(&rds[RECON_SIDE_LOCAL], win, cmp, &job->local, RECON_SIDE_LOCAL, &stop);
+		rds[RECON_SIDE_UPSTREAM].window_only = !statement;
 		readers_live = true;
 		rc = read_both(ctx, rds, attempt == 0, err);
 		phase_mark(&ph, "read");
 		up = rds[RECON_SIDE_UPSTREAM].src;
 		local = rds[RECON_SIDE_LOCAL].src;
+		/* the keys' history and the open items: evaluated with this window's rows */
+		if (rc == 0)
+			rc = ledger_in(ctx, st, win, cmp, err);
+		phase_mark(&ph, "ledger");
 		/* certainty before assertion: look up by key, without a time bound */
 		if (rc == 0 && (rc = lookups(&rds[RECON_SIDE_LOCAL], err)) == 0)
 			rc = lookups(&rds[RECON_SIDE_UPSTREAM], err);
@@ -705,35 +765,28 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	reader_merge(&rds[RECON_SIDE_LOCAL], &rejects, sum);
 	if (rc < 0)
 		goto fail;
-	/* the previous day's statement settled keys whose local rows we read again */
-	if (statement && (rc = recon_state_boundary_load(st, job->name, recon_mode_name(ctx->mode),
-							 win->start, settle_one, cmp, err)) < 0)
-		goto fail;
 	recon_compare_classify(cmp);
 	sum->counts = *recon_compare_counts(cmp);
+	for (int i = 0; i < 2; i++)
+		sum->counts.rows_other[i] += sum->rows_other[i];
 	phase_mark(&ph, "classify");
-	/* the difference lines are built on a second thread while the boundary keys are stored */
+	/* the difference lines are built on a second thread while the contributions are gathered */
 	diffs = recon_compare_diffs(cmp, &ndiffs);
-	json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
+	pend = recon_compare_pending(cmp, &npend);
 	{
-		struct render rj = {job, diffs, json, ndiffs, up->name, local->name};
+		struct render rj = {job, diffs, NULL, ndiffs, up->name, local->name};
 		pthread_t th;
-		bool threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
-		if (statement) {
-			struct boundary b = {0};
-			recon_compare_boundary_keys(cmp, boundary_one, &b);
-			rc = recon_state_boundary_save(st, job->name, recon_mode_name(ctx->mode),
-						       win->end, b.keys, b.lens, b.n, err);
-			free(b.keys);
-			free(b.lens);
-		}
+		bool threaded;
+		rj.json = json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
+		threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
+		pjson = render_lines(job, pend, npend, up->name, local->name);
+		if (!ctx->dry_run)
+			recon_compare_contributions(cmp, contrib_one, &contribs);
 		if (threaded)
 			pthread_join(th, NULL);
 		else
 			render_thread(&rj);
-		if (rc < 0)
-			goto fail;
-		phase_mark(&ph, "boundary+report");
+		phase_mark(&ph, "report");
 	}
 
 	rejects_stored = true;
@@ -748,13 +801,34 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		goto fail;
 	}
 
-	if ((rc = recon_state_record_diffs(st, job->name, sum->run_id, ctx->now, diffs, json,
-					   ndiffs, cmp, !ctx->dry_run, &sum->resolved, err)) < 0)
+	rec = (struct recon_record){
+	    .job = job->name,
+	    .mode = recon_mode_name(ctx->mode),
+	    .run_id = sum->run_id,
+	    .now = ctx->now,
+	    .window_start = win->start,
+	    .window_end = win->end,
+	    .diffs = diffs,
+	    .json = json,
+	    .n = ndiffs,
+	    .pending = pend,
+	    .pjson = pjson,
+	    .npending = npend,
+	    .cmp = cmp,
+	    .ledger = !ctx->dry_run,
+	    .settled_ms = job->ledger_settled_ms,
+	    .retention_ms = job->ledger_retention_ms,
+	};
+	if ((rc = recon_state_record_diffs(st, &rec, &ic, err)) < 0 ||
+	    (!ctx->dry_run &&
+	     (rc = recon_state_ledger_save(st, &rec, contribs.v, contribs.n, err)) < 0))
 		goto fail;
+	sum->resolved = ic.resolved;
+	sum->superseded = ic.superseded;
+	sum->settled = ic.settled;
 	phase_mark(&ph, "record");
 	/* differences are committed: now act on them, each action idempotent */
-	if ((rc = recon_actions_run(job, st, sum->run_id, ctx->now, ctx->dry_run, diffs, json,
-				    ndiffs, &sum->actions, err)) < 0)
+	if ((rc = recon_actions_run(job, st, &rec, ctx->dry_run, &sum->actions, err)) < 0)
 		goto fail;
 	phase_mark(&ph, "actions");
 
@@ -793,6 +867,8 @@ record:
 	res.matched = sum->counts.matched;
 	res.in_flight = sum->counts.in_flight;
 	res.resolved = sum->resolved;
+	res.superseded = sum->superseded;
+	res.awaiting = sum->counts.awaiting;
 	memcpy(res.classes, sum->counts.classes, sizeof(res.classes));
 	{
 		struct recon_err e2;
@@ -852,10 +928,9 @@ fail_unrecorded:
 out:
 	phase_mark(&ph, "finish");
 	phase_log(&ph);
-	if (json)
-		for (size_t i = 0; i < ndiffs; i++)
-			free(json[i]);
-	free(json);
+	free_lines(json, ndiffs);
+	free_lines(pjson, npend);
+	free(contribs.v);
 	recon_source_close(up);
 	recon_source_close(local);
 	recon_compare_free(cmp);

@@ -271,15 +271,25 @@ static void test_compare_stuck_younger_is_in_flight(void **state)
 	start_at(fx, true, t + 15 * MIN);
 	entry(fx, "F1", RECON_ENTRY_PAYMENT, 1000, t, "T1");
 	local(fx, "F1", RECON_ST_PENDING, 1000, t);
-	entry(fx, "F2", RECON_ENTRY_PAYMENT, 1000, t, "T2");
-	local(fx, "F2", RECON_ST_PENDING, 1000, t - 1); /* 1 ms older than the limit */
+	/* stuck_after counts from the upstream's terminal entry, not the local creation */
+	entry(fx, "F2", RECON_ENTRY_PAYMENT, 1000, t - 1, "T2"); /* 1 ms older than the limit */
+	local(fx, "F2", RECON_ST_PENDING, 1000, t);
+	entry(fx, "F3", RECON_ENTRY_PAYMENT, 1000, t, "T3");
+	local(fx, "F3", RECON_ST_PENDING, 1000, t - 2 * HOUR); /* created long before paid */
 	recon_compare_classify(fx->cmp);
 	recon_compare_diffs(fx->cmp, &n);
 	assert_int_equal(n, 1);
-	assert_int_equal(klass(fx, "F1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "F1"), RECON_CLASS_IN_FLIGHT);
+	assert_int_equal(klass(fx, "F3"), RECON_CLASS_IN_FLIGHT);
+	{
+		size_t np;
+		const struct recon_diff *p = recon_compare_pending(fx->cmp, &np);
+		assert_int_equal(np, 2);
+		assert_int_equal(p[0].due, t + 15 * MIN); /* F1: a difference after this */
+	}
 	assert_int_equal(klass(fx, "F2"), RECON_CLASS_STUCK);
-	assert_int_equal(recon_compare_counts(fx->cmp)->in_flight, 1);
-	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 1);
+	assert_int_equal(recon_compare_counts(fx->cmp)->in_flight, 2);
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 0);
 }
 
 /* amount_mismatch: both present, amounts differ. */
@@ -517,9 +527,17 @@ static void test_compare_partial_refund_is_success(void **state)
 	local(fx, "PR2", RECON_ST_REFUNDED, 1000, DAY_START + HOUR);
 	recon_compare_classify(fx->cmp);
 	assert_int_equal(klass(fx, "PR1"), RECON_CLASS_MATCHED);
-	d = only_diff(fx);
+	/* the local flow refunded more than upstream shows yet: awaited, not asserted */
+	{
+		size_t n, np;
+		recon_compare_diffs(fx->cmp, &n);
+		assert_int_equal(n, 0);
+		d = recon_compare_pending(fx->cmp, &np);
+		assert_int_equal(np, 1);
+		assert_int_equal(d->due, DAY_END + 9 * HOUR + fx->job->settle_after_ms);
+	}
 	assert_memory_equal(d->key, "PR2", 3);
-	assert_int_equal(d->klass, RECON_CLASS_STATUS_MISMATCH);
+	assert_int_equal(d->klass, RECON_CLASS_AWAITING);
 	assert_int_equal(d->up.status, RECON_ST_SUCCESS);
 	assert_int_equal(d->up.amount, 1000); /* the order amount, not net of refunds */
 	assert_int_equal(d->up.refunded, 300);
@@ -668,34 +686,12 @@ static void test_compare_two_partial_refunds_not_duplicates(void **state)
 	assert_int_equal(recon_compare_counts(fx->cmp)->classes[RECON_CLASS_DUPLICATE], 0);
 }
 
-/* Upstream keys by first entry time (database upstream): start and end-1ms owned, end not. */
-static void test_compare_window_upstream_edges(void **state)
-{
-	struct fixture *fx = *state;
-	const struct recon_compare_counts *c;
-
-	start(fx, false);
-	up_plain(fx, "U_START", RECON_ST_SUCCESS, 100, DAY_START);
-	up_plain(fx, "U_LAST", RECON_ST_SUCCESS, 100, DAY_END - 1);
-	up_plain(fx, "U_END", RECON_ST_SUCCESS, 100, DAY_END);
-	up_plain(fx, "U_BEFORE", RECON_ST_SUCCESS, 100, DAY_START - 1);
-	/* first entry decides: a refund today of yesterday's payment is yesterday's key */
-	up_plain(fx, "U_FIRST", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
-	up_plain(fx, "U_FIRST", RECON_ST_SUCCESS, 100, DAY_START - HOUR);
-	recon_compare_classify(fx->cmp);
-	assert_int_equal(klass(fx, "U_START"), RECON_CLASS_MISSING);
-	assert_int_equal(klass(fx, "U_LAST"), RECON_CLASS_MISSING);
-	assert_int_equal(klass(fx, "U_END"), -1);
-	assert_int_equal(klass(fx, "U_BEFORE"), -1);
-	assert_int_equal(klass(fx, "U_FIRST"), -1);
-	c = recon_compare_counts(fx->cmp);
-	assert_int_equal(c->keys_owned, 2);
-	assert_int_equal(c->rows_owned[RECON_SIDE_UPSTREAM], 2);
-	assert_int_equal(c->rows_other[RECON_SIDE_UPSTREAM], 4);
-	assert_int_equal(c->classes[RECON_CLASS_MISSING], 2);
-}
-
-/* Local-only keys by time + margin: [start - margin, end - margin) owned. */
+/*
+ * Which keys a window evaluates (DESIGN "Entries belong to windows"): those
+ * with an upstream entry of the window (the reader passes a database
+ * upstream's in-window entries only), and local-only keys whose time lies in
+ * [start, end); a local row read through the margins is its own window's.
+ */
 static void test_compare_window_local_edges(void **state)
 {
 	struct fixture *fx = *state;
@@ -705,39 +701,95 @@ static void test_compare_window_local_edges(void **state)
 	const struct recon_diff *d;
 
 	start(fx, true);
-	local(fx, "L_FIRST", RECON_ST_SUCCESS, 100, DAY_START - margin);
-	local(fx, "L_LAST", RECON_ST_SUCCESS, 100, DAY_END - margin - 1);
-	local(fx, "L_NEXT", RECON_ST_SUCCESS, 100, DAY_END - margin); /* waits for tomorrow */
-	local(fx, "L_PREV", RECON_ST_SUCCESS, 100, DAY_START - margin - 1);
+	local(fx, "L_FIRST", RECON_ST_SUCCESS, 100, DAY_START);
+	local(fx, "L_LAST", RECON_ST_SUCCESS, 100, DAY_END - margin);
+	local(fx, "L_LATE", RECON_ST_SUCCESS, 100, DAY_END - margin + 1); /* horizon not passed */
+	local(fx, "L_NEXT", RECON_ST_SUCCESS, 100, DAY_END);		  /* the next window's */
+	local(fx, "L_PREV", RECON_ST_SUCCESS, 100, DAY_START - 1);	  /* the previous one's */
 	recon_compare_classify(fx->cmp);
 	assert_int_equal(klass(fx, "L_FIRST"), RECON_CLASS_EXTRA);
 	assert_int_equal(klass(fx, "L_LAST"), RECON_CLASS_EXTRA);
+	assert_int_equal(klass(fx, "L_LATE"), RECON_CLASS_AWAITING);
 	assert_int_equal(klass(fx, "L_NEXT"), -1);
 	assert_int_equal(klass(fx, "L_PREV"), -1);
 	c = recon_compare_counts(fx->cmp);
-	assert_int_equal(c->keys_owned, 2);
+	assert_int_equal(c->keys_owned, 3);
+	assert_int_equal(c->awaiting, 1);
 	assert_int_equal(c->rows_other[RECON_SIDE_LOCAL], 2);
 	d = recon_compare_diffs(fx->cmp, &n);
 	assert_int_equal(n, 2);
 	assert_memory_equal(d[0].key, "L_FIRST", 7);
 	assert_memory_equal(d[1].key, "L_LAST", 6);
+	/* a later window whose end passes the horizon asserts it */
+	recon_compare_horizon(fx->cmp, DAY_START, DAY_END + 1);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "L_LATE"), RECON_CLASS_EXTRA);
 }
 
-/* A key seen on both sides follows the upstream rule, whatever the local time. */
+/* A key with an upstream entry of the window is evaluated whatever its local time. */
 static void test_compare_window_upstream_rule_wins(void **state)
 {
 	struct fixture *fx = *state;
 
 	start(fx, false);
 	up_plain(fx, "B1", RECON_ST_SUCCESS, 100, DAY_END - 1);
-	local(fx, "B1", RECON_ST_SUCCESS, 100, DAY_END - 2); /* local-only rule: tomorrow's */
-	up_plain(fx, "B2", RECON_ST_SUCCESS, 100, DAY_END + 1000);
-	local(fx, "B2", RECON_ST_SUCCESS, 100, DAY_END - HOUR); /* local-only rule: today's */
+	local(fx, "B1", RECON_ST_SUCCESS, 100, DAY_END + 5 * MIN); /* read through the margin */
+	local(fx, "B2", RECON_ST_SUCCESS, 100, DAY_END + HOUR);	   /* the next window's */
 	recon_compare_classify(fx->cmp);
 	assert_int_equal(klass(fx, "B1"), RECON_CLASS_MATCHED);
 	assert_int_equal(klass(fx, "B2"), -1);
-	assert_int_equal(recon_compare_counts(fx->cmp)->rows_other[0], 1);
 	assert_int_equal(recon_compare_counts(fx->cmp)->rows_other[1], 1);
+}
+
+/*
+ * The ledger: carried contributions of earlier windows join the view (a
+ * refund today of a payment matched yesterday; a revocation the next day);
+ * an open item is evaluated though the window holds nothing of its key.
+ */
+static void test_compare_carry_and_items(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_carry c = {0};
+	size_t n;
+	const struct recon_diff *d;
+
+	start(fx, true);
+	/* R1: 100.00 paid yesterday (carried), 30.00 + 70.00 refunded today: refunded */
+	c.paid = 10000;
+	c.payments = 1;
+	c.entries = 1;
+	memcpy(c.currency, "CNY", 4);
+	c.first = c.last = DAY_START - HOUR;
+	entry(fx, "R1", RECON_ENTRY_REFUND, 3000, DAY_START + HOUR, "RF1");
+	entry(fx, "R1", RECON_ENTRY_REFUND, 7000, DAY_START + 2 * HOUR, "RF2");
+	local(fx, "R1", RECON_ST_REFUNDED, 10000, DAY_START - HOUR);
+	recon_compare_carry(fx->cmp, "R1", 2, &c);
+	/* R2: a 0.00 revocation the day after a 45.00 payment that matched (no ledger row) */
+	entry(fx, "R2", RECON_ENTRY_REVOKE, 0, DAY_START + HOUR, "RV1");
+	local(fx, "R2", RECON_ST_CLOSED, 4500, DAY_START - HOUR);
+	/* R3: 100.00 carried, 120.00 refunded today: more than was paid */
+	entry(fx, "R3", RECON_ENTRY_REFUND, 12000, DAY_START + HOUR, "RF3");
+	local(fx, "R3", RECON_ST_REFUNDED, 10000, DAY_START - HOUR);
+	recon_compare_carry(fx->cmp, "R3", 2, &c);
+	/* R4: carried history of a key this window does not touch: ignored */
+	recon_compare_carry(fx->cmp, "R4", 2, &c);
+	/* I1: an open item; the window holds nothing of it, its local row came late */
+	recon_compare_item(fx->cmp, "I1", 2, RECON_CLASS_MISSING, 0);
+	recon_compare_carry(fx->cmp, "I1", 2, &c);
+	add_row(fx, RECON_SIDE_LOCAL, "I1", "CNY", 10000, DAY_START - 2 * HOUR, RECON_ST_SUCCESS, 0,
+		NULL, RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "R1"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "R2"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "R3"), RECON_CLASS_AMOUNT_MISMATCH);
+	assert_int_equal(klass(fx, "R4"), -1);
+	assert_int_equal(klass(fx, "I1"), RECON_CLASS_MATCHED);
+	d = recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(d->up.amount, 10000);
+	assert_int_equal(d->up.refunded, 12000);
+	assert_true(d->up.carried);
+	assert_int_equal(recon_compare_counts(fx->cmp)->carried, 3);
 }
 
 /* A statement upstream: every key it lists belongs to the window, whatever its time. */
@@ -795,14 +847,13 @@ static void test_compare_pending_lookups(void **state)
 	start(fx, false);
 	up_plain(fx, "UP_ONLY", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
 	up_plain(fx, "UP_CLOSED", RECON_ST_CLOSED, 100, DAY_START + HOUR);
-	up_plain(fx, "UP_NEXT", RECON_ST_SUCCESS, 100, DAY_END); /* not owned */
 	up_plain(fx, "BOTH", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
 	local(fx, "BOTH", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
 	local(fx, "LO_PAID", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
 	local(fx, "LO_REFUNDED", RECON_ST_REFUNDED, 100, DAY_START + HOUR);
 	local(fx, "LO_PENDING", RECON_ST_PENDING, 100, DAY_START + HOUR);
 	local(fx, "LO_CLOSED", RECON_ST_CLOSED, 100, DAY_START + HOUR);
-	local(fx, "LO_NEXT", RECON_ST_SUCCESS, 100, DAY_END - 1); /* waits for tomorrow */
+	local(fx, "LO_NEXT", RECON_ST_SUCCESS, 100, DAY_END); /* tomorrow's */
 	local(fx, "LO_DUP", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
 	local(fx, "LO_DUP", RECON_ST_SUCCESS, 100, DAY_START + HOUR);
 	assert_string_equal(lookup_list(fx, RECON_SIDE_LOCAL, buf, sizeof(buf)),
@@ -817,6 +868,7 @@ static void test_compare_pending_lookups(void **state)
 	recon_compare_classify(fx->cmp);
 	assert_int_equal(klass(fx, "UP_ONLY"), RECON_CLASS_MATCHED);
 	assert_int_equal(klass(fx, "LO_PAID"), RECON_CLASS_EXTRA);
+	assert_int_equal(klass(fx, "LO_NEXT"), -1);
 }
 
 /* With a statement upstream, every statement key without a local row is looked up. */
@@ -942,7 +994,7 @@ static void test_compare_classify_idempotent(void **state)
 	for (size_t i = 0; i < NMIXED; i++)
 		add_spec(fx, &mixed[i]);
 	local(fx, "INFLIGHT", RECON_ST_PENDING, 100, DAY_END + 9 * HOUR - MIN);
-	entry(fx, "INFLIGHT", RECON_ENTRY_PAYMENT, 100, DAY_END - MIN, "TI");
+	entry(fx, "INFLIGHT", RECON_ENTRY_PAYMENT, 100, DAY_END + 9 * HOUR - 2 * MIN, "TI");
 	recon_compare_classify(fx->cmp);
 	c1 = *recon_compare_counts(fx->cmp);
 	recon_compare_diffs(fx->cmp, &n1);
@@ -1401,7 +1453,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_two_partial_refunds_not_duplicates, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_compare_window_upstream_edges, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_carry_and_items, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_window_local_edges, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_window_upstream_rule_wins, setup,
 					    teardown),

@@ -200,8 +200,7 @@ static void up_entry(struct recon_compare *cmp, const char *key, int type, int64
 
 static void local(struct recon_compare *cmp, const char *key, int status, int64_t amount, int64_t t)
 {
-	add(cmp, RECON_SIDE_LOCAL, key, amount, t, status, 0,
-	    RECON_ROW_HAS_STATUS | RECON_ROW_LOOKED_UP);
+	add(cmp, RECON_SIDE_LOCAL, key, amount, t, status, 0, RECON_ROW_HAS_STATUS);
 }
 
 static struct recon_compare *new_cmp(struct fixture *fx, int y, unsigned m, unsigned d,
@@ -211,33 +210,68 @@ static struct recon_compare *new_cmp(struct fixture *fx, int y, unsigned m, unsi
 	return recon_compare_new(fx->job, win, win->end + 9 * HOUR, true);
 }
 
-/* Records cmp's differences for run_id (json: "{run,key,class}"); returns resolved. */
-static uint64_t record(struct fixture *fx, struct recon_compare *cmp, int64_t run_id, int64_t now,
-		       bool ledger)
+/* JSON lines "{run,key,class}" for a list. */
+static char **lines(int64_t run_id, const struct recon_diff *d, size_t n)
 {
-	const struct recon_diff *d;
-	size_t n;
-	char **json;
-	uint64_t resolved = 99;
-	struct recon_err err;
+	char **json = recon_xcalloc(n ? n : 1, sizeof(*json));
 
-	recon_compare_classify(cmp);
-	d = recon_compare_diffs(cmp, &n);
-	json = recon_xcalloc(n ? n : 1, sizeof(*json));
 	for (size_t i = 0; i < n; i++) {
 		json[i] = recon_xmalloc(64 + d[i].key_len);
 		snprintf(json[i], 64 + d[i].key_len,
 			 "{\"run\":%lld,\"key\":\"%.*s\",\"class\":\"%s\"}", (long long)run_id,
 			 (int)d[i].key_len, d[i].key, recon_class_name(d[i].klass));
 	}
+	return json;
+}
+
+/* Records cmp's evaluation as t1 run run_id (ledger: not a dry run); returns what it did to items.
+ */
+static struct recon_item_counts record_items(struct fixture *fx, struct recon_compare *cmp,
+					     int64_t run_id, int64_t now, bool ledger)
+{
+	const struct recon_diff *d, *p;
+	size_t n, np;
+	char **json, **pjson;
+	struct recon_item_counts ic;
+	struct recon_record rec;
+	struct recon_err err;
+
+	recon_compare_classify(cmp);
+	d = recon_compare_diffs(cmp, &n);
+	p = recon_compare_pending(cmp, &np);
+	json = lines(run_id, d, n);
+	pjson = lines(run_id, p, np);
+	rec = (struct recon_record){.job = fx->job->name,
+				    .mode = "t1",
+				    .run_id = run_id,
+				    .now = now,
+				    .diffs = d,
+				    .json = json,
+				    .n = n,
+				    .pending = p,
+				    .pjson = pjson,
+				    .npending = np,
+				    .cmp = cmp,
+				    .ledger = ledger,
+				    .settled_ms = 35 * RECON_MS_PER_DAY,
+				    .retention_ms = 400 * RECON_MS_PER_DAY};
 	recon_err_init(&err);
-	if (recon_state_record_diffs(fx->st, fx->job->name, run_id, now, d, json, n, cmp, ledger,
-				     &resolved, &err) < 0)
+	if (recon_state_record_diffs(fx->st, &rec, &ic, &err) < 0)
 		fail_err("record_diffs", &err);
 	for (size_t i = 0; i < n; i++)
 		free(json[i]);
 	free(json);
-	return resolved;
+	for (size_t i = 0; i < np; i++)
+		free(pjson[i]);
+	free(pjson);
+	return ic;
+}
+
+/* Records cmp's evaluation; returns the difference items it resolved. */
+static uint64_t record(struct fixture *fx, struct recon_compare *cmp, int64_t run_id, int64_t now,
+		       bool ledger)
+{
+	return record_items(fx, cmp, run_id, now, ledger).resolved;
 }
 
 /* ---- tests -------------------------------------------------------------- */
@@ -253,12 +287,12 @@ static void test_state_open_creates_and_migrates(void **state)
 	open_rw(fx);
 	assert_int_equal(stat(fx->path, &sb), 0);
 	assert_true(S_ISREG(sb.st_mode));
-	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 3);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 4);
 	assert_string_equal(q_text(fx->st, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
 	for (const char *const *t =
 		 (const char *const[]){"runs", "run_differences", "differences", "rejects",
 				       "watermarks", "heartbeats", "tickets", "actions",
-				       "boundary_keys", NULL};
+				       "boundary_keys", "ledger", "items", NULL};
 	     *t; t++) {
 		char sql[128];
 		snprintf(sql, sizeof(sql),
@@ -278,10 +312,10 @@ static void test_state_reopen_idempotent(void **state)
 	open_rw(fx);
 	id = begin_run(fx, D16, D17, false, D17 + HOUR);
 	open_rw(fx);
-	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 3);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 4);
 	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM runs"), 1);
 	open_rw(fx);
-	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 3);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 4);
 	assert_int_equal(begin_run(fx, D16, D17, false, D17 + HOUR), id + 1);
 }
 
@@ -480,7 +514,7 @@ static void test_state_ledger_first_last_seen(void **state)
 	up_entry(cmp, "M1", RECON_ENTRY_PAYMENT, 1000, D16 + 2 * HOUR);
 	assert_int_equal(record(fx, cmp, r1, D17 + HOUR, true), 0);
 	recon_compare_free(cmp);
-	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 2);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM items"), 2);
 	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM run_differences"), 2);
 
 	r2 = begin_run(fx, D16, D17, false, D17 + 2 * HOUR);
@@ -490,43 +524,39 @@ static void test_state_ledger_first_last_seen(void **state)
 	assert_int_equal(record(fx, cmp, r2, D17 + 2 * HOUR, true), 0);
 	recon_compare_free(cmp);
 
-	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 2);
-	assert_int_equal(q_int(fx->st, "SELECT first_seen_run FROM differences WHERE key = 'E1'"),
-			 r1);
-	assert_int_equal(q_int(fx->st, "SELECT last_seen_run FROM differences WHERE key = 'E1'"),
-			 r2);
-	assert_int_equal(q_int(fx->st, "SELECT first_seen_at_ms FROM differences WHERE key = 'E1'"),
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM items"), 2);
+	assert_int_equal(q_int(fx->st, "SELECT opened_run FROM items WHERE key = 'E1'"), r1);
+	assert_int_equal(q_int(fx->st, "SELECT last_run FROM items WHERE key = 'E1'"), r2);
+	assert_int_equal(q_int(fx->st, "SELECT opened_at_ms FROM items WHERE key = 'E1'"),
 			 D17 + HOUR);
-	assert_int_equal(q_int(fx->st, "SELECT last_seen_at_ms FROM differences WHERE key = 'E1'"),
+	assert_int_equal(q_int(fx->st, "SELECT last_at_ms FROM items WHERE key = 'E1'"),
 			 D17 + 2 * HOUR);
-	assert_int_equal(q_int(fx->st, "SELECT class = 'extra' FROM differences WHERE key = 'E1'"),
-			 1);
-	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences WHERE resolved_run IS "
-				       "NOT NULL OR resolved_at_ms IS NOT NULL"),
-			 0);
+	assert_int_equal(q_int(fx->st, "SELECT class = 'extra' FROM items WHERE key = 'E1'"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT amount_minor FROM items WHERE key = 'E1'"), 700);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM items WHERE state <> 'open'"), 0);
 	snprintf(buf, sizeof(buf), "{\"run\":%lld,\"key\":\"M1\",\"class\":\"missing\"}",
 		 (long long)r2);
 	{
 		char got[256];
-		assert_string_equal(q_text(fx->st, "SELECT json FROM differences WHERE key = 'M1'",
-					   got, sizeof(got)),
-				    buf);
+		assert_string_equal(
+		    q_text(fx->st, "SELECT json FROM items WHERE key = 'M1'", got, sizeof(got)),
+		    buf);
 	}
 	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM run_differences"), 4);
 }
 
 /*
- * A difference of run 1 whose key the run-2 window owns and finds matched is
- * resolved by run 2; one that changed class too; a key the run-2 window does
- * not own stays open, even when run 2 saw it matched.
+ * A difference of run 1 whose key run 2 evaluates and finds matched is
+ * resolved by run 2; one whose key got another class is superseded (not
+ * resolved); a key run 2 does not evaluate stays open.
  */
 static void test_state_resolved_when_matched_later(void **state)
 {
 	struct fixture *fx = *state;
 	struct recon_window win;
 	struct recon_compare *cmp;
+	struct recon_item_counts ic;
 	int64_t r1, r2, r3;
-	uint64_t resolved;
 
 	open_rw(fx);
 	/* run 1, 2024-01-16: three keys missing, one extra */
@@ -538,62 +568,55 @@ static void test_state_resolved_when_matched_later(void **state)
 	local(cmp, "K3", RECON_ST_SUCCESS, 700, D16 + 12 * HOUR);
 	assert_int_equal(record(fx, cmp, r1, D17 + HOUR, true), 0);
 	recon_compare_free(cmp);
-	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 4);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM items WHERE state = 'open'"), 4);
 
-	/* run 2, 2024-01-17: its statement lists refunds of K1 and K4; the lookup finds them */
+	/* run 2, 2024-01-17: refunds of K1 (whole) and K4 (more than its local 900) */
 	r2 = begin_run(fx, D17, D17 + RECON_MS_PER_DAY, false, D17 + 25 * HOUR);
 	cmp = new_cmp(fx, 2024, 1, 17, &win);
 	up_entry(cmp, "K1", RECON_ENTRY_REFUND, 1000, D17 + 9 * HOUR);
 	local(cmp, "K1", RECON_ST_REFUNDED, 1000, D16 + 10 * HOUR);
 	up_entry(cmp, "K4", RECON_ENTRY_REFUND, 1000, D17 + 9 * HOUR);
 	local(cmp, "K4", RECON_ST_REFUNDED, 900, D16 + 11 * HOUR);
-	/* K2's local row, read through the margin: owned by 2024-01-16, not by this window */
+	/* K2's local row, read through the margin: not this window's */
 	local(cmp, "K2", RECON_ST_SUCCESS, 500, D17 - 15 * MIN);
-	resolved = record(fx, cmp, r2, D17 + 25 * HOUR, true);
+	ic = record_items(fx, cmp, r2, D17 + 25 * HOUR, true);
 	assert_int_equal(recon_compare_key_class(cmp, "K1", 2), RECON_CLASS_MATCHED);
 	assert_int_equal(recon_compare_key_class(cmp, "K2", 2), -1);
 	assert_int_equal(recon_compare_key_class(cmp, "K4", 2), RECON_CLASS_AMOUNT_MISMATCH);
 	recon_compare_free(cmp);
 
-	assert_int_equal(resolved, 2);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K1'"),
-			 r2);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_at_ms FROM differences WHERE key = 'K1'"),
+	assert_int_equal(ic.resolved, 1);
+	assert_int_equal(ic.superseded, 1);
+	assert_int_equal(q_int(fx->st, "SELECT ended_run FROM items WHERE key = 'K1'"), r2);
+	assert_int_equal(q_int(fx->st, "SELECT ended_by = 'matched' FROM items WHERE key = 'K1'"),
+			 1);
+	assert_int_equal(q_int(fx->st, "SELECT ended_at_ms FROM items WHERE key = 'K1'"),
 			 D17 + 25 * HOUR);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K2'"),
-			 -1);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K3'"),
-			 -1);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K4' AND "
-				       "class = 'missing'"),
-			 r2);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K4' AND "
-				       "class = 'amount_mismatch'"),
-			 -1);
-	assert_int_equal(q_int(fx->st, "SELECT first_seen_run FROM differences WHERE key = 'K4' "
-				       "AND class = 'amount_mismatch'"),
+	assert_int_equal(q_int(fx->st, "SELECT state = 'open' FROM items WHERE key = 'K2'"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT state = 'open' FROM items WHERE key = 'K3'"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT state = 'superseded' AND ended_by = "
+				       "'amount_mismatch' FROM items WHERE key = 'K4' AND class = "
+				       "'missing'"),
+			 1);
+	assert_int_equal(q_int(fx->st, "SELECT opened_run FROM items WHERE key = 'K4' AND class = "
+				       "'amount_mismatch' AND state = 'open'"),
 			 r2);
 
-	/* run 3, a rerun of 2024-01-16 that finds K1 missing again: the entry reopens */
+	/* run 3, a rerun of 2024-01-16 that finds K1 missing again: a new item opens */
 	r3 = begin_run(fx, D16, D17, false, D17 + 26 * HOUR);
 	cmp = new_cmp(fx, 2024, 1, 16, &win);
 	up_entry(cmp, "K1", RECON_ENTRY_PAYMENT, 1000, D16 + 10 * HOUR);
 	up_entry(cmp, "K2", RECON_ENTRY_PAYMENT, 500, D16 + 22 * HOUR);
 	local(cmp, "K2", RECON_ST_SUCCESS, 500, D17 - 15 * MIN);
-	resolved = record(fx, cmp, r3, D17 + 26 * HOUR, true);
+	ic = record_items(fx, cmp, r3, D17 + 26 * HOUR, true);
 	recon_compare_free(cmp);
-	/* K2 now matched in its own window: resolved; K3 absent from the rerun: open */
-	assert_int_equal(resolved, 1);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K1' AND "
-				       "class = 'missing'"),
-			 -1);
-	assert_int_equal(q_int(fx->st, "SELECT last_seen_run FROM differences WHERE key = 'K1' AND "
-				       "class = 'missing'"),
+	/* K2 now matched: resolved; K3 not evaluated by the rerun: open */
+	assert_int_equal(ic.resolved, 1);
+	assert_int_equal(q_int(fx->st, "SELECT opened_run FROM items WHERE key = 'K1' AND "
+				       "state = 'open'"),
 			 r3);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K2'"),
-			 r3);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K3'"),
-			 -1);
+	assert_int_equal(q_int(fx->st, "SELECT ended_run FROM items WHERE key = 'K2'"), r3);
+	assert_int_equal(q_int(fx->st, "SELECT state = 'open' FROM items WHERE key = 'K3'"), 1);
 }
 
 /* Many open differences resolved by one run: every one of them, exactly once. */
@@ -626,13 +649,13 @@ static void test_state_resolves_many(void **state)
 	assert_int_equal(record(fx, cmp, r2, D17 + 2 * HOUR, true), n);
 	recon_compare_free(cmp);
 	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM differences WHERE resolved_run = %lld AND resolved_at_ms = "
-		 "%lld",
+		 "SELECT count(*) FROM items WHERE ended_run = %lld AND ended_at_ms = %lld AND "
+		 "state = 'resolved'",
 		 (long long)r2, (long long)(D17 + 2 * HOUR));
 	assert_int_equal(q_int(fx->st, sql), n);
 }
 
-/* A dry run stores its differences per run, but leaves the ledger alone. */
+/* A dry run stores its differences per run, but leaves the open items alone. */
 static void test_state_dry_run_leaves_ledger(void **state)
 {
 	struct fixture *fx = *state;
@@ -657,11 +680,9 @@ static void test_state_dry_run_leaves_ledger(void **state)
 	assert_int_equal(record(fx, cmp, r2, D17 + 2 * HOUR, false), 0);
 	recon_compare_free(cmp);
 
-	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 1);
-	assert_int_equal(q_int(fx->st, "SELECT resolved_run FROM differences WHERE key = 'K1'"),
-			 -1);
-	assert_int_equal(q_int(fx->st, "SELECT last_seen_run FROM differences WHERE key = 'K1'"),
-			 r1);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM items"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT state = 'open' FROM items WHERE key = 'K1'"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT last_run FROM items WHERE key = 'K1'"), r1);
 	snprintf(sql, sizeof(sql),
 		 "SELECT count(*) FROM run_differences WHERE run_id = %lld AND key = 'E1' AND "
 		 "class = 'extra'",
@@ -724,11 +745,11 @@ static void test_state_lock_conflict(void **state)
 	int fd1 = -1, fd2 = -1, fd3 = -1;
 	char want[64];
 
-	assert_int_equal(recon_state_lock(fx->path, "test_job", D17, &fd1, &fx->err), 0);
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17, 0, &fd1, &fx->err), 0);
 	assert_true(fd1 >= 0);
 	assert_int_equal(fx->err.code, 0);
 
-	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 1000, &fd2, &fx->err),
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 1000, 0, &fd2, &fx->err),
 			 RECON_ELOCKED);
 	assert_int_equal(fd2, -1);
 	assert_int_equal(fx->err.code, RECON_ELOCKED);
@@ -740,12 +761,12 @@ static void test_state_lock_conflict(void **state)
 
 	/* another job's lock is independent */
 	recon_err_init(&fx->err);
-	assert_int_equal(recon_state_lock(fx->path, "other_job", D17, &fd3, &fx->err), 0);
+	assert_int_equal(recon_state_lock(fx->path, "other_job", D17, 0, &fd3, &fx->err), 0);
 	recon_state_unlock(fd3);
 
 	recon_state_unlock(fd1);
 	recon_err_init(&fx->err);
-	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 2000, &fd2, &fx->err), 0);
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 2000, 0, &fd2, &fx->err), 0);
 	assert_true(fd2 >= 0);
 	recon_state_unlock(fd2);
 	recon_state_unlock(-1); /* harmless */
@@ -768,7 +789,7 @@ static void test_state_lock_released_when_holder_dies(void **state)
 
 		close(pfd[0]);
 		recon_err_init(&err);
-		c = recon_state_lock(fx->path, "test_job", D17, &cfd, &err) == 0 ? 'L' : 'F';
+		c = recon_state_lock(fx->path, "test_job", D17, 0, &cfd, &err) == 0 ? 'L' : 'F';
 		if (write(pfd[1], &c, 1) != 1)
 			_exit(2);
 		for (;;)
@@ -782,7 +803,8 @@ static void test_state_lock_released_when_holder_dies(void **state)
 		waitpid(pid, &status, 0);
 		fail_msg("the child could not take the lock");
 	}
-	assert_int_equal(recon_state_lock(fx->path, "test_job", D17, &fd, &fx->err), RECON_ELOCKED);
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17, 0, &fd, &fx->err),
+			 RECON_ELOCKED);
 	snprintf(want, sizeof(want), "(pid %lld,", (long long)pid);
 	if (!strstr(fx->err.msg, want))
 		fail_msg("'%s' does not name the holder '%s'", fx->err.msg, want);
@@ -792,7 +814,7 @@ static void test_state_lock_released_when_holder_dies(void **state)
 	assert_true(WIFSIGNALED(status));
 
 	recon_err_init(&fx->err);
-	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 1000, &fd, &fx->err), 0);
+	assert_int_equal(recon_state_lock(fx->path, "test_job", D17 + 1000, 0, &fd, &fx->err), 0);
 	assert_true(fd >= 0);
 	recon_state_unlock(fd);
 }

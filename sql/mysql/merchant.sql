@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS recon_ticket (
 	status     VARCHAR(16)  NOT NULL DEFAULT 'open',
 	created_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
 	updated_at TIMESTAMP(3) NULL,
+	resolved_run BIGINT,    -- the recon run that resolved it (NULL: open, or closed by a person)
+	note       TEXT,        -- why it ended: 'resolved by run N (matched)', a person's note
 	UNIQUE KEY uk_recon_ticket (job, biz_key, class),
 	KEY idx_recon_ticket_status (status, created_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;

@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS recon_ticket (
 	status     VARCHAR(16)  NOT NULL DEFAULT 'open',
 	created_at TIMESTAMPTZ  NOT NULL DEFAULT now(),
 	updated_at TIMESTAMPTZ,
+	resolved_run BIGINT,    -- the recon run that resolved it (NULL: open, or closed by a person)
+	note       TEXT,        -- why it ended: 'resolved by run N (matched)', a person's note
 	CONSTRAINT uk_recon_ticket UNIQUE (job, biz_key, class)
 );
 CREATE INDEX IF NOT EXISTS idx_recon_ticket_status ON recon_ticket (status, created_at);

@@ -35,7 +35,7 @@ RECON_NOW=2024-01-16T04:05:00Z expect_exit 0 "the next tick continues" \
 	"$RECON" run --job "$H" --mode hot --json
 check "the next tick reaches now - lag" test "$(wm hot)" = "$(ms 2024-01-16T04:03:00Z)"
 check "the hot window found ORD-1002 missing and replayed it" \
-	test "$(sql "SELECT class || ' ' || (resolved_at_ms IS NULL) FROM differences WHERE key = 'ORD-1002'")" = "missing 1"
+	test "$(sql "SELECT class || ' ' || state || ' ' || ended_by FROM items WHERE key = 'ORD-1002' AND mode = 'hot'")" = "missing resolved replayed"
 check "hot runs are in the run history" \
 	test "$(sql "SELECT count(*) FROM runs WHERE mode = 'hot' AND outcome = 'success'")" = 37
 
@@ -43,8 +43,8 @@ check "hot runs are in the run history" \
 export RECON_NOW=2024-01-19T03:00:00Z
 expect_exit 0 "t1 for 2024-01-16" "$RECON" run --job "$JOB" --date 2024-01-16 --quiet
 check "t1 watermark at the end of 2024-01-16" test "$(wm t1)" = "$(ms 2024-01-16T16:00:00Z)"
-check "the t1 run shows the key the hot window replayed as resolved" \
-	test "$(sql "SELECT count(*) FROM differences WHERE key = 'ORD-1002' AND resolved_at_ms IS NOT NULL")" = 1
+check "the t1 run finds the key the hot window replayed matched: no open item" \
+	test "$(sql "SELECT count(*) FROM items WHERE key = 'ORD-1002' AND state = 'open'")" = 0
 expect_exit 0 "t1 without --date fills the gap" "$RECON" run --job "$JOB" --json
 check "two days run, oldest first" \
 	test "$(sed 's/.*"date":"\([0-9-]*\)".*/\1/' "$WORK/out" | tr '\n' ' ')" = "2024-01-17 2024-01-18 "
@@ -65,10 +65,16 @@ n=$(sql "SELECT count(*) FROM runs WHERE mode = 't1'")
 expect_exit 0 "rerun of an old day" "$RECON" rerun --job "$JOB" --from 2024-01-16 --to 2024-01-16 --quiet
 check "rerun recorded a run" test "$(sql "SELECT count(*) FROM runs WHERE mode = 't1'")" = $((n + 1))
 check "rerun does not move the watermark back" test "$(wm t1)" = "$(ms 2024-01-18T16:00:00Z)"
+expect_exit 64 "a day not yet due is refused" "$RECON" run --job "$JOB" --date 2024-01-19
+check "it says when the day becomes due" grep -q "2024-01-19 is not due yet: it becomes due at 2024-01-20 00:00:00" "$WORK/err"
+check "a refused day records no run" test "$(sql "SELECT count(*) FROM runs WHERE business_date = '2024-01-19'")" = 0
+export RECON_NOW=2024-01-21T03:00:00Z
 expect_exit 0 "a day ahead of a gap" "$RECON" run --job "$JOB" --date 2024-01-20 --quiet
 check "the watermark does not jump over the gap" test "$(wm t1)" = "$(ms 2024-01-18T16:00:00Z)"
 
 # ---- the run lock ----------------------------------------------------------
+# a run waits for the lock up to lock_wait (default 10m) before exit 75: 2s here
+jq '. + {"lock_wait": "2s"}' "$JOB" > "$E/lockwait.json"
 # a statement that is a FIFO keeps the first run waiting while it holds the lock
 rm "$E/statements/2024-01-19.csv"
 mkfifo "$E/statements/2024-01-19.csv"
@@ -80,9 +86,9 @@ for _ in $(seq 1 600); do
 	sleep 0.1
 done
 # bounded: had the second one taken the lock, it would wait on the FIFO for ever
-expect_exit 75 "a second invocation while the first runs" \
-	timeout 60 "$RECON" run --job "$JOB" --date 2024-01-19
-check "it names the holder" grep -q "job 'example_payments' is already running (pid $first, since 2024-01-19T03:00:00.000Z)" "$WORK/err"
+expect_exit 75 "a second invocation while the first runs, after lock_wait" \
+	timeout 60 "$RECON" run --job "$E/lockwait.json" --date 2024-01-19
+check "it names the holder and the wait" grep -q "job 'example_payments' is already running (pid $first, since 2024-01-21T03:00:00.000Z); waited 2 s" "$WORK/err"
 # feed the FIFO (bounded: if the first run died, nobody reads it)
 timeout 20 sh -c "head -n 1 '$E/statements/2024-01-16.csv' > '$E/statements/2024-01-19.csv'" || true
 if wait "$first"; then
@@ -120,6 +126,20 @@ check "CRITICAL line" grep -q "^RECON CRITICAL - hot watermark 57m behind (max 1
 sed 's#"state": "state/recon.db"#"state": "state/none.db"#' "$JOB" > "$E/nostate.json"
 expect_exit 3 "check UNKNOWN without a state store" "$RECON" check --job "$E/nostate.json"
 check "UNKNOWN line" grep -q "^RECON UNKNOWN - state store .* does not exist" "$WORK/out"
+
+# cron starts the hot tick and the daily t1 run in the same second: neither loses its turn
+export RECON_NOW=2024-01-22T03:00:00Z
+head -n 1 "$E/statements/2024-01-16.csv" > "$E/statements/2024-01-21.csv"
+"$RECON" run --job "$H" --mode hot --quiet > "$WORK/hot.out" 2>&1 &
+hot_pid=$!
+"$RECON" run --job "$JOB" --quiet > "$WORK/t1.out" 2>&1 &
+t1_pid=$!
+hot_rc=0 t1_rc=0
+wait "$hot_pid" || hot_rc=$?
+wait "$t1_pid" || t1_rc=$?
+check "a hot tick and the t1 run started together both complete" test "$hot_rc $t1_rc" = "0 0"
+check "the t1 run reached yesterday" test "$(wm t1)" = "$(ms 2024-01-21T16:00:00Z)"
+unset RECON_NOW
 
 # ---- promtool --------------------------------------------------------------
 if command -v promtool > /dev/null 2>&1; then
