@@ -12,7 +12,8 @@ int recon_cmd_run(int argc, char **argv);     /* run, rerun */
 int recon_cmd_diff(int argc, char **argv);    /* diff */
 int recon_cmd_status(int argc, char **argv);  /* status */
 int recon_cmd_check(int argc, char **argv);   /* check: monitoring-plugin exit codes */
-int recon_cmd_tickets(int argc, char **argv); /* tickets */
+int recon_cmd_tickets(int argc, char **argv); /* tickets, tickets close */
+int recon_cmd_rejects(int argc, char **argv); /* rejects */
 
 /* A tiny option parser shared by the commands (POSIX has no getopt_long). */
 struct recon_opt {

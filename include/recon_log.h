@@ -22,6 +22,11 @@ enum recon_log_level {
 void recon_log_set_level(enum recon_log_level level);
 enum recon_log_level recon_log_get_level(void);
 void recon_log(enum recon_log_level level, const char *fmt, ...) RECON_PRINTF(2, 3);
+/*
+ * A deliberate alert of a successful run (DESIGN: "recon: ALERT ...", never
+ * "error:"): shown at the warning level, so --quiet keeps it.
+ */
+void recon_log_alert(const char *fmt, ...) RECON_PRINTF(1, 2);
 
 /*
  * Copies a connection string into out with any password removed:

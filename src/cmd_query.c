@@ -11,22 +11,27 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "recon_action.h"
 #include "recon_cmd.h"
 #include "recon_compare.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_mem.h"
+#include "recon_money.h"
 #include "recon_report.h"
 #include "recon_state.h"
 #include "recon_time.h"
 
 static const char diff_usage[] =
-    "usage: recon diff --job FILE [--run ID|latest] [--class C] [--format table|jsonl|csv] "
-    "[--quiet]\n"
+    "usage: recon diff --job FILE [--run ID|latest | --date YYYY-MM-DD [--mode t1|hot] | "
+    "--open]\n"
+    "                  [--class C] [--format table|jsonl|csv] [--quiet]\n"
     "\n"
     "Prints the differences one run found, in key order (default: the latest run that\n"
-    "completed). Classes: missing, extra, stuck, amount_mismatch, status_mismatch,\n"
-    "duplicate.\n";
+    "completed; --date: the latest run of that business day). --open prints every open\n"
+    "item of the job instead, whatever day found it, as last evaluated. Classes: missing,\n"
+    "extra, stuck, amount_mismatch, status_mismatch, duplicate (with --open also awaiting\n"
+    "and in_flight).\n";
 
 static const char status_usage[] = "usage: recon status --job FILE [--json] [--quiet]\n"
 				   "\n"
@@ -50,12 +55,15 @@ static int db_fail(sqlite3 *db, const char *what)
 
 int recon_cmd_diff(int argc, char **argv)
 {
-	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table";
-	bool help = false, quiet = false;
+	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table", *date = NULL,
+		   *mode = NULL;
+	bool help = false, quiet = false, open_items = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL}, {"run", true, &run, NULL},
-	    {"class", true, &klass, NULL},  {"format", true, &format, NULL},
-	    {"quiet", false, NULL, &quiet}, {NULL, false, NULL, NULL},
+	    {"job", true, &job_path, NULL},	{"run", true, &run, NULL},
+	    {"class", true, &klass, NULL},	{"format", true, &format, NULL},
+	    {"date", true, &date, NULL},	{"mode", true, &mode, NULL},
+	    {"open", false, NULL, &open_items}, {"quiet", false, NULL, &quiet},
+	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -81,8 +89,14 @@ int recon_cmd_diff(int argc, char **argv)
 		fprintf(stderr, "recon diff: unknown format '%s' (table, jsonl or csv)\n", format);
 		return 64;
 	}
+	if ((run != NULL) + (date != NULL) + open_items > 1 || (mode && !date && !open_items) ||
+	    (mode && strcmp(mode, "t1") && strcmp(mode, "hot"))) {
+		fputs(diff_usage, stderr);
+		return 64;
+	}
 	if (klass && (recon_class_from_name(klass) < 0 ||
-		      recon_class_from_name(klass) == RECON_CLASS_MATCHED)) {
+		      recon_class_from_name(klass) == RECON_CLASS_MATCHED ||
+		      (!open_items && recon_class_from_name(klass) > RECON_CLASS_MATCHED))) {
 		fprintf(stderr, "recon diff: unknown class '%s'\n", klass);
 		return 64;
 	}
@@ -100,20 +114,51 @@ int recon_cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	db = recon_state_db(st);
-	if (!run_id) {
+	if (open_items) {
+		/* every open item, as last evaluated (the same lines as a run's) */
 		if (sqlite3_prepare_v2(
-			db, "SELECT max(id) FROM runs WHERE job = ? AND outcome = 'success'", -1,
-			&q, NULL) != SQLITE_OK) {
+			db,
+			"SELECT json FROM items WHERE job = ?1 AND state = 'open' AND "
+			"(?2 IS NULL OR mode = ?2) AND (?3 IS NULL AND severity <> "
+			"'info' OR class = ?3) ORDER BY key, mode",
+			-1, &q, NULL) != SQLITE_OK) {
+			code = db_fail(db, "cannot read open items");
+			goto out;
+		}
+		sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+		if (mode)
+			sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+		if (klass)
+			sqlite3_bind_text(q, 3, klass, -1, SQLITE_STATIC);
+		goto print;
+	}
+	if (!run_id) {
+		/* the latest completed run (of the day, with --date) */
+		if (sqlite3_prepare_v2(
+			db,
+			"SELECT max(id) FROM runs WHERE job = ?1 AND outcome = "
+			"'success' AND (?2 IS NULL OR (business_date = ?2 AND mode = "
+			"?3))",
+			-1, &q, NULL) != SQLITE_OK) {
 			code = db_fail(db, "cannot read runs");
 			goto out;
 		}
 		sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+		if (date) {
+			sqlite3_bind_text(q, 2, date, -1, SQLITE_STATIC);
+			sqlite3_bind_text(q, 3, mode ? mode : "t1", -1, SQLITE_STATIC);
+		}
 		if (sqlite3_step(q) == SQLITE_ROW)
 			run_id = sqlite3_column_int64(q, 0);
 		sqlite3_finalize(q);
 		q = NULL;
 		if (!run_id) {
-			recon_log(RECON_LOG_ERROR, "job '%s' has no completed run", job->name);
+			if (date)
+				recon_log(RECON_LOG_ERROR, "job '%s' has no completed %s run of %s",
+					  job->name, mode ? mode : "t1", date);
+			else
+				recon_log(RECON_LOG_ERROR, "job '%s' has no completed run",
+					  job->name);
 			code = 1;
 			goto out;
 		}
@@ -152,6 +197,7 @@ int recon_cmd_diff(int argc, char **argv)
 		sqlite3_bind_text(q, 2, klass, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(q, 2);
+print:
 	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
 		recon_grow((void **)&lines, &alloc, n + 1, sizeof(*lines));
 		lines[n++] = recon_xstrdup((const char *)sqlite3_column_text(q, 0));
@@ -570,19 +616,108 @@ out:
 /* tickets ------------------------------------------------------------------ */
 
 static const char tickets_usage[] =
-    "usage: recon tickets --job FILE [--format table|jsonl|csv] [--quiet]\n"
+    "usage: recon tickets --job FILE [--all] [--format table|jsonl|csv] [--quiet]\n"
+    "       recon tickets close --job FILE --key KEY --class C --note TEXT\n"
     "\n"
-    "Lists the tickets runs opened (extra, amount_mismatch, status_mismatch, duplicate),\n"
-    "one per key and class, with both sides' values and the run that opened it.\n";
+    "Lists the open tickets (--all: every one, resolved and closed too), one per key and\n"
+    "class, with both sides' amounts, the run that opened it, and the next step. A\n"
+    "ticket follows its open item: a run that finds the key matched (or in another\n"
+    "class) resolves it in the state store and in the merchant's recon_ticket. 'close'\n"
+    "is for a person: the ticket and its items end with the note.\n";
+
+/* What a person does next about a difference of class c. */
+static const char *next_step(const char *c)
+{
+	static const struct {
+		const char *klass, *step;
+	} steps[] = {
+	    {"missing", "refund without its payment: find the order, replay it by hand"},
+	    {"extra", "ask the provider; reverse the local order only once it confirms"},
+	    {"amount_mismatch", "compare with the provider's record; correct the side in error"},
+	    {"status_mismatch", "align the local status with the provider's (refund, revocation)"},
+	    {"duplicate",
+	     "ask the provider about the repeated entry, or remove the extra local row"},
+	    {"stuck", "re-push the payment event; check the app's callback"},
+	};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (!strcmp(c, steps[i].klass))
+			return steps[i].step;
+	return "";
+}
+
+/* "123.45 CNY" from a difference's side ("-" when absent). */
+static void side_amount(json_t *diff, const char *side, char *buf, size_t size)
+{
+	json_t *o = json_object_get(diff, side);
+	json_t *a = json_object_get(o, "amount_minor"), *c = json_object_get(o, "currency");
+	const char *cur = json_is_string(c) ? json_string_value(c) : "";
+	int e = recon_money_exponent(cur);
+	char m[40];
+
+	if (!json_is_integer(a)) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	recon_money_format((int64_t)json_integer_value(a), e < 0 ? 0 : e, m, sizeof(m));
+	snprintf(buf, size, "%s %s", m, cur);
+}
+
+static int tickets_close(int argc, char **argv)
+{
+	const char *job_path = NULL, *key = NULL, *klass = NULL, *note = NULL;
+	bool help = false, quiet = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL}, {"key", true, &key, NULL},
+	    {"class", true, &klass, NULL},  {"note", true, &note, NULL},
+	    {"quiet", false, NULL, &quiet}, {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	int64_t now;
+	int code = 0, lock = -1;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0 ||
+	    (!help && (!job_path || !key || !klass || !note || !*note))) {
+		fputs(tickets_usage, stderr);
+		return 64;
+	}
+	if (help) {
+		fputs(tickets_usage, stdout);
+		return 0;
+	}
+	if (recon_job_load(&job, job_path, &err) < 0 || recon_time_now(&now, &err) < 0 ||
+	    recon_state_lock(job->state_path, job->name, now, job->lock_wait_ms, &lock, &err) < 0 ||
+	    recon_state_open(&st, job->state_path, true, &err) < 0 ||
+	    recon_state_ticket_close(st, job->name, key, klass, note, now, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	/* the merchant's copy hears of it now (else at the next run) */
+	if (recon_actions_sync_tickets(job, st, &err) < 0) {
+		char buf[512];
+		recon_log(RECON_LOG_WARN,
+			  "closed in the state store; the merchant's recon_ticket follows at the "
+			  "next run: %s",
+			  recon_err_str(&err, buf, sizeof(buf)));
+	}
+	if (!quiet)
+		printf("recon tickets: closed %s '%s' of job '%s'\n", klass, key, job->name);
+out:
+	recon_state_close(st);
+	recon_state_unlock(lock);
+	recon_job_free(job);
+	return code;
+}
 
 int recon_cmd_tickets(int argc, char **argv)
 {
 	const char *job_path = NULL, *format = "table";
-	bool help = false, quiet = false;
+	bool help = false, quiet = false, all = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},
-	    {"format", true, &format, NULL},
-	    {"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL}, {"format", true, &format, NULL},
+	    {"all", false, NULL, &all},	    {"quiet", false, NULL, &quiet},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -591,6 +726,8 @@ int recon_cmd_tickets(int argc, char **argv)
 	sqlite3_stmt *q = NULL;
 	int fmt, code = 0, s;
 
+	if (argc > 1 && !strcmp(argv[1], "close"))
+		return tickets_close(argc - 1, argv + 1);
 	recon_err_init(&err);
 	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
 		fputs(tickets_usage, stderr);
@@ -613,37 +750,52 @@ int recon_cmd_tickets(int argc, char **argv)
 	}
 	if (sqlite3_prepare_v2(recon_state_db(st),
 			       "SELECT key, class, severity, status, opened_run, opened_at_ms, "
-			       "last_seen_run, json FROM tickets WHERE job = ? ORDER BY key, class",
+			       "last_seen_run, json, resolved_run, note FROM tickets WHERE job = ? "
+			       "AND (? OR status = 'open') ORDER BY key, class",
 			       -1, &q, NULL) != SQLITE_OK) {
 		code = db_fail(recon_state_db(st), "cannot read tickets");
 		goto out;
 	}
 	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(q, 2, all);
 	if (fmt == RECON_REPORT_TABLE)
-		printf("%-32s %-16s %-9s %-7s %6s %-24s\n", "KEY", "CLASS", "SEVERITY", "STATUS",
-		       "RUN", "OPENED");
+		printf("%-24s %-16s %-8s %-8s %5s %-20s %16s %16s  %s\n", "KEY", "CLASS",
+		       "SEVERITY", "STATUS", "RUN", "OPENED", "UPSTREAM", "LOCAL", "NEXT STEP");
 	else if (fmt == RECON_REPORT_CSV)
-		printf("key,class,severity,status,opened_run,opened_at,last_seen_run,difference\n");
+		printf(
+		    "key,class,severity,status,opened_run,opened_at,last_seen_run,upstream,local,"
+		    "resolved_run,note,next_step\n");
 	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(q, 0);
 		const char *klass = (const char *)sqlite3_column_text(q, 1);
 		const char *sev = (const char *)sqlite3_column_text(q, 2);
 		const char *status = (const char *)sqlite3_column_text(q, 3);
 		long long run = sqlite3_column_int64(q, 4), seen = sqlite3_column_int64(q, 6);
-		const char *diff = (const char *)sqlite3_column_text(q, 7);
-		char when[40];
+		long long resolved = sqlite3_column_int64(q, 8);
+		const char *note = (const char *)sqlite3_column_text(q, 9);
+		json_t *d = json_loads((const char *)sqlite3_column_text(q, 7), 0, NULL);
+		const char *step = strcmp(status, "open") ? "" : next_step(klass);
+		char when[40], up[64], lo[64];
 
 		recon_time_format_utc(sqlite3_column_int64(q, 5), when, sizeof(when));
+		side_amount(d, "upstream", up, sizeof(up));
+		side_amount(d, "local", lo, sizeof(lo));
 		if (fmt == RECON_REPORT_TABLE) {
-			printf("%-32s %-16s %-9s %-7s %6lld %-24s\n", key, klass, sev, status, run,
-			       when);
+			printf("%-24s %-16s %-8s %-8s %5lld %-20.20s %16s %16s  %s\n", key, klass,
+			       sev, status, run, when, up, lo, step);
 		} else if (fmt == RECON_REPORT_CSV) {
 			recon_report_csv_field(stdout, key);
-			printf(",%s,%s,%s,%lld,%s,%lld,", klass, sev, status, run, when, seen);
-			recon_report_csv_field(stdout, diff);
+			printf(",%s,%s,%s,%lld,%s,%lld,%s,%s,", klass, sev, status, run, when, seen,
+			       up, lo);
+			if (resolved)
+				printf("%lld", resolved);
+			printf(",");
+			recon_report_csv_field(stdout, note ? note : "");
+			printf(",");
+			recon_report_csv_field(stdout, step);
 			printf("\n");
 		} else {
-			json_t *o = json_object(), *d = json_loads(diff, 0, NULL);
+			json_t *o = json_object();
 			char *text;
 			json_object_set_new(o, "key", json_string(key));
 			json_object_set_new(o, "class", json_string(klass));
@@ -652,7 +804,122 @@ int recon_cmd_tickets(int argc, char **argv)
 			json_object_set_new(o, "opened_run", json_integer(run));
 			json_object_set_new(o, "opened_at", json_string(when));
 			json_object_set_new(o, "last_seen_run", json_integer(seen));
-			json_object_set_new(o, "difference", d ? d : json_null());
+			json_object_set_new(o, "resolved_run",
+					    resolved ? json_integer(resolved) : json_null());
+			json_object_set_new(o, "note", note ? json_string(note) : json_null());
+			json_object_set_new(o, "next_step", json_string(step));
+			json_object_set_new(o, "difference", d ? json_incref(d) : json_null());
+			text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+			printf("%s\n", text ? text : "{}");
+			free(text);
+			json_decref(o);
+		}
+		json_decref(d);
+	}
+	if (s != SQLITE_DONE)
+		code = db_fail(recon_state_db(st), "cannot read tickets");
+	if (fflush(stdout) != 0)
+		code = 1;
+out:
+	sqlite3_finalize(q);
+	recon_state_close(st);
+	recon_job_free(job);
+	return code;
+}
+
+/* rejects ------------------------------------------------------------------ */
+
+static const char rejects_usage[] =
+    "usage: recon rejects --job FILE [--run ID|latest] [--format table|jsonl|csv] [--quiet]\n"
+    "\n"
+    "Lists the rows a run could not read (default: the latest run that has any), with\n"
+    "their origin (file:line or table), the field and the reason.\n";
+
+int recon_cmd_rejects(int argc, char **argv)
+{
+	const char *job_path = NULL, *run = NULL, *format = "table";
+	bool help = false, quiet = false;
+	struct recon_opt opts[] = {
+	    {"job", true, &job_path, NULL},  {"run", true, &run, NULL},
+	    {"format", true, &format, NULL}, {"quiet", false, NULL, &quiet},
+	    {NULL, false, NULL, NULL},
+	};
+	struct recon_job *job = NULL;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	sqlite3_stmt *q = NULL;
+	int64_t run_id = 0;
+	int fmt, code = 0, s;
+
+	recon_err_init(&err);
+	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
+		fputs(rejects_usage, stderr);
+		return 64;
+	}
+	if (help) {
+		fputs(rejects_usage, stdout);
+		return 0;
+	}
+	fmt = recon_report_format_from_name(format);
+	if (fmt < 0) {
+		fprintf(stderr, "recon rejects: unknown format '%s' (table, jsonl or csv)\n",
+			format);
+		return 64;
+	}
+	if (run && strcmp(run, "latest")) {
+		char *end;
+		run_id = strtoll(run, &end, 10);
+		if (*end || run_id <= 0) {
+			fprintf(stderr, "recon rejects: --run takes a run id or 'latest'\n");
+			return 64;
+		}
+	}
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_state_open(&st, job->state_path, false, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	if (sqlite3_prepare_v2(
+		recon_state_db(st),
+		"SELECT x.run_id, x.side, x.origin, x.field, x.reason, x.raw FROM "
+		"rejects x JOIN runs r ON r.id = x.run_id WHERE r.job = ?1 AND "
+		"x.run_id = CASE WHEN ?2 > 0 THEN ?2 ELSE (SELECT max(y.run_id) FROM "
+		"rejects y JOIN runs z ON z.id = y.run_id WHERE z.job = ?1) END "
+		"ORDER BY x.rowid",
+		-1, &q, NULL) != SQLITE_OK) {
+		code = db_fail(recon_state_db(st), "cannot read rejects");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, run_id);
+	if (fmt == RECON_REPORT_TABLE)
+		printf("%5s %-8s %-32s %-16s %s\n", "RUN", "SIDE", "ORIGIN", "FIELD", "REASON");
+	else if (fmt == RECON_REPORT_CSV)
+		printf("run_id,side,origin,field,reason,raw\n");
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *col[5];
+		long long r = sqlite3_column_int64(q, 0);
+		for (int i = 0; i < 5; i++)
+			col[i] = sqlite3_column_type(q, i + 1) == SQLITE_NULL
+				     ? ""
+				     : (const char *)sqlite3_column_text(q, i + 1);
+		if (fmt == RECON_REPORT_TABLE) {
+			printf("%5lld %-8s %-32s %-16s %s\n", r, col[0], col[1], col[2], col[3]);
+		} else if (fmt == RECON_REPORT_CSV) {
+			printf("%lld", r);
+			for (int i = 0; i < 5; i++) {
+				printf(",");
+				recon_report_csv_field(stdout, col[i]);
+			}
+			printf("\n");
+		} else {
+			static const char *const names[] = {"side", "origin", "field", "reason",
+							    "raw"};
+			json_t *o = json_object();
+			char *text;
+			json_object_set_new(o, "run_id", json_integer(r));
+			for (int i = 0; i < 5; i++)
+				json_object_set_new(o, names[i], json_string(col[i]));
 			text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
 			printf("%s\n", text ? text : "{}");
 			free(text);
@@ -660,7 +927,7 @@ int recon_cmd_tickets(int argc, char **argv)
 		}
 	}
 	if (s != SQLITE_DONE)
-		code = db_fail(recon_state_db(st), "cannot read tickets");
+		code = db_fail(recon_state_db(st), "cannot read rejects");
 	if (fflush(stdout) != 0)
 		code = 1;
 out:

@@ -18,9 +18,10 @@ static const char usage[] =
     "  run      reconcile a window (t1: one business day)\n"
     "  rerun    recompute a range of business days\n"
     "  diff     print the differences a run found\n"
-    "  status   show watermarks, last runs and open differences\n"
+    "  status   show watermarks, last runs and the open items\n"
     "  check    monitoring-plugin check of the watermark and last success\n"
-    "  tickets  list the tickets runs opened\n"
+    "  tickets  list the open tickets (--all: every one); 'tickets close' for a person\n"
+    "  rejects  list the rows a run could not read\n"
     "\n"
     "Every command takes --job FILE, --quiet and --help.\n";
 
@@ -30,8 +31,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"run", recon_cmd_run},	  {"rerun", recon_cmd_run},   {"diff", recon_cmd_diff},
-    {"status", recon_cmd_status}, {"check", recon_cmd_check}, {"tickets", recon_cmd_tickets},
+    {"run", recon_cmd_run},	    {"rerun", recon_cmd_run},	{"diff", recon_cmd_diff},
+    {"status", recon_cmd_status},   {"check", recon_cmd_check}, {"tickets", recon_cmd_tickets},
+    {"rejects", recon_cmd_rejects},
 };
 
 int main(int argc, char **argv)

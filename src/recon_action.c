@@ -335,8 +335,7 @@ static void alert(struct actx *a, const struct recon_diff *d, const char *key)
 		snprintf(why, sizeof(why), "upstream %s %s, local %s %s", ua, d->up.currency, la,
 			 d->local.currency);
 	if (!a->dry_run)
-		recon_log(RECON_LOG_WARN, "ALERT amount_mismatch job '%s' key '%s': %s",
-			  a->job->name, key, why);
+		recon_log_alert("amount_mismatch job '%s' key '%s': %s", a->job->name, key, why);
 	note(a, key, "amount_mismatch", RECON_ACT_ALERT,
 	     a->dry_run ? RECON_OUT_WOULD : RECON_OUT_DONE, a->dry_run ? 0 : 1, NULL);
 }

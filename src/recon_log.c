@@ -31,6 +31,19 @@ void recon_log(enum recon_log_level level, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void recon_log_alert(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log_level < RECON_LOG_WARN)
+		return;
+	fputs("recon: ALERT ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 /* Appends s[0..n) to out, truncating; *used tracks the length. */
 static void put(char *out, size_t size, size_t *used, const char *s, size_t n)
 {
