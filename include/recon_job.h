@@ -177,7 +177,9 @@ struct recon_job {
 	int64_t t1_max_days;	 /* days one t1 invocation may catch up (default 31) */
 	int64_t t1_after_ms;	 /* t1.after: a day is due this long after its end (default 0) */
 	int64_t settle_after_ms; /* a local-only key is extra once its time + this is reconciled */
-	int64_t lock_wait_ms;	 /* how long a run waits for the job's lock (default 10m) */
+	int64_t
+	    refund_after_ms;  /* a local refund upstream does not show (yet) is awaited this long */
+	int64_t lock_wait_ms; /* how long a run waits for the job's lock (default 10m) */
 	int64_t ledger_retention_ms; /* ledger.retention: partially refunded keys (400d) */
 	int64_t ledger_settled_ms;   /* ledger.settled: settled keys kept for reruns (35d) */
 	int64_t

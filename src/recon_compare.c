@@ -1752,15 +1752,15 @@ static enum recon_class classify_key(const struct recon_compare *cmp, const stru
 			return RECON_CLASS_STATUS_MISMATCH;
 		/*
 		 * The local flow shows a refund upstream does not (yet): refunds reach
-		 * a later statement. Before the job's history a consistent refund is
-		 * not a difference; else it is awaited for one settle horizon from the
-		 * run that first saw it.
+		 * later statements, in parts over days. Before the job's history a
+		 * consistent refund is not a difference; else it is awaited for
+		 * refund_after (3d) from the run that first saw it.
 		 */
 		if (!v->payments && k->local.time < cmp->history_start)
 			return RECON_CLASS_MATCHED;
 		*due = k->item && k->item_class == RECON_CLASS_AWAITING && k->item_due
 			   ? k->item_due
-			   : add_clamped(cmp->now, job->settle_after_ms);
+			   : add_clamped(cmp->now, job->refund_after_ms);
 		return awaiting_or(cmp, due, RECON_CLASS_STATUS_MISMATCH, counts);
 	}
 	if (ust == RECON_ST_PENDING)

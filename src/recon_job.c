@@ -1497,6 +1497,7 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	job->hot_max_windows = 12;
 	job->t1_max_days = 31;
 	job->settle_after_ms = -1; /* default: the margin, once known */
+	job->refund_after_ms = 3 * RECON_MS_PER_DAY;
 	job->lock_wait_ms = 10 * RECON_MS_PER_MIN;
 	job->ledger_retention_ms = 400 * RECON_MS_PER_DAY;
 	job->ledger_settled_ms = 35 * RECON_MS_PER_DAY;
@@ -1590,6 +1591,7 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	    (rc = get_duration(&L, root, "stuck_after", &job->stuck_after_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "margin", &job->margin_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "settle_after", &job->settle_after_ms)) < 0 ||
+	    (rc = get_duration(&L, root, "refund_after", &job->refund_after_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "lock_wait", &job->lock_wait_ms)) < 0 ||
 	    (rc = get_t1_ledger(&L, root, job)) < 0 ||
 	    (rc = get_count(&L, root, "max_rejects", &job->max_rejects)) < 0 ||

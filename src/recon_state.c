@@ -950,6 +950,27 @@ int recon_state_ledger_load(struct recon_state *st, const char *job, const char 
 	int rc = 0, s;
 
 	recon_buf_init(&key);
+	/* the open items first: their keys then take their carried history too */
+	if (sqlite3_prepare_v2(
+		st->db,
+		"SELECT key, class, due_ms FROM items WHERE job = ? AND mode = ? AND "
+		"state = 'open'",
+		-1, &q, NULL) != SQLITE_OK) {
+		rc = db_err(st, err, "cannot read the open items");
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW)
+		sink->item(sink->arg, (const char *)sqlite3_column_text(q, 0),
+			   (size_t)sqlite3_column_bytes(q, 0),
+			   recon_class_from_name((const char *)sqlite3_column_text(q, 1)),
+			   sqlite3_column_int64(q, 2));
+	if (s != SQLITE_DONE) {
+		rc = db_err(st, err, "cannot read the open items");
+		goto out;
+	}
+	sqlite3_finalize(q);
 	/* the primary key's order: every key's rows together */
 	if (sqlite3_prepare_v2(
 		st->db,
@@ -957,6 +978,7 @@ int recon_state_ledger_load(struct recon_state *st, const char *job, const char 
 		"revoked, pending, conflict, duplicate, currency, first_ms, last_ms "
 		"FROM ledger WHERE job = ? AND mode = ? ORDER BY key, window_start_ms",
 		-1, &q, NULL) != SQLITE_OK) {
+		q = NULL;
 		rc = db_err(st, err, "cannot read the ledger");
 		goto out;
 	}
@@ -983,25 +1005,6 @@ int recon_state_ledger_load(struct recon_state *st, const char *job, const char 
 	}
 	if (have)
 		sink->carry(sink->arg, key.s, key.len, &c);
-	sqlite3_finalize(q);
-	if (sqlite3_prepare_v2(
-		st->db,
-		"SELECT key, class, due_ms FROM items WHERE job = ? AND mode = ? AND "
-		"state = 'open'",
-		-1, &q, NULL) != SQLITE_OK) {
-		q = NULL;
-		rc = db_err(st, err, "cannot read the open items");
-		goto out;
-	}
-	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, mode, -1, SQLITE_STATIC);
-	while ((s = sqlite3_step(q)) == SQLITE_ROW)
-		sink->item(sink->arg, (const char *)sqlite3_column_text(q, 0),
-			   (size_t)sqlite3_column_bytes(q, 0),
-			   recon_class_from_name((const char *)sqlite3_column_text(q, 1)),
-			   sqlite3_column_int64(q, 2));
-	if (s != SQLITE_DONE)
-		rc = db_err(st, err, "cannot read the open items");
 out:
 	sqlite3_finalize(q);
 	recon_buf_release(&key);

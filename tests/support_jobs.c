@@ -74,6 +74,7 @@ struct recon_job *support_job_new(void)
 	job->stuck_after_ms = 15 * RECON_MS_PER_MIN;
 	job->margin_ms = 10 * RECON_MS_PER_MIN;
 	job->settle_after_ms = job->margin_ms;
+	job->refund_after_ms = 3 * RECON_MS_PER_DAY;
 	job->lock_wait_ms = 10 * RECON_MS_PER_MIN;
 	job->t1_max_days = 31;
 	job->ledger_retention_ms = 400 * RECON_MS_PER_DAY;

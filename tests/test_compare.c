@@ -534,7 +534,7 @@ static void test_compare_partial_refund_is_success(void **state)
 		assert_int_equal(n, 0);
 		d = recon_compare_pending(fx->cmp, &np);
 		assert_int_equal(np, 1);
-		assert_int_equal(d->due, DAY_END + 9 * HOUR + fx->job->settle_after_ms);
+		assert_int_equal(d->due, DAY_END + 9 * HOUR + fx->job->refund_after_ms);
 	}
 	assert_memory_equal(d->key, "PR2", 3);
 	assert_int_equal(d->klass, RECON_CLASS_AWAITING);
