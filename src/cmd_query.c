@@ -590,6 +590,19 @@ int recon_cmd_check(int argc, char **argv)
 	code = lv_lag > lv_age ? lv_lag : lv_age;
 	if (failed && code < CHECK_WARNING)
 		code = CHECK_WARNING;
+	/*
+	 * A watermark ahead of now (beyond clock skew) means a day was taken for
+	 * reconciled before it was over: never "0 s behind", always critical.
+	 */
+	if (wm > now + 5 * RECON_MS_PER_MIN) {
+		char t[40];
+		recon_time_format_utc(wm, t, sizeof(t));
+		printf("RECON CRITICAL - %s watermark %s is in the future: a window was reconciled "
+		       "before it was over; rerun it once it is due\n",
+		       mode, t);
+		code = CHECK_CRITICAL;
+		goto out;
+	}
 	/* whole seconds are enough for people and perfdata; clocks may disagree: clamp at 0 */
 	lag = lag < 0 ? 0 : lag / 1000 * 1000;
 	age = age < 0 ? 0 : age / 1000 * 1000;

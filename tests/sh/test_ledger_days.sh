@@ -135,5 +135,10 @@ check "with amounts and the next step" grep -q "K-A .*100.00 CNY .*90.00 CNY  co
 check "not the closed one" sh -c "! grep -q '^K-L ' '$WORK/out'"
 expect_exit 0 "tickets --all" "$RECON" tickets --job "$JOB" --all --format csv
 check "--all lists every ticket" test "$(($(wc -l < "$WORK/out") - 1))" = 3
+
+# ---- recon check never reads a future watermark as "0 s behind" ---------------
+sql "UPDATE watermarks SET reconciled_until_ms = $(date -u -d 2030-01-01 +%s000) WHERE mode = 't1'"
+expect_exit 2 "check: a watermark in the future is critical" "$RECON" check --job "$JOB" --max-age 30d
+check "and says so" grep -q "is in the future" "$WORK/out"
 unset RECON_NOW
 finish
