@@ -1036,7 +1036,7 @@ static int64_t keep_until(const struct recon_record *rec, int klass, bool partia
 int recon_state_ledger_save(struct recon_state *st, const struct recon_record *rec,
 			    const struct recon_contrib *c, size_t n, struct recon_err *err)
 {
-	sqlite3_stmt *del, *ins, *keep, *purge;
+	sqlite3_stmt *del = NULL, *ins = NULL, *keep = NULL, *purge = NULL;
 	int rc = 0;
 
 	if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
