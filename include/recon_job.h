@@ -181,7 +181,7 @@ struct recon_job {
 	    refund_after_ms;  /* a local refund upstream does not show (yet) is awaited this long */
 	int64_t lock_wait_ms; /* how long a run waits for the job's lock (default 10m) */
 	int64_t ledger_retention_ms; /* ledger.retention: partially refunded keys (400d) */
-	int64_t ledger_settled_ms;   /* ledger.settled: settled keys kept for reruns (35d) */
+	int64_t ledger_settled_ms;   /* ledger.settled: settled keys kept for reruns (7d) */
 	int64_t
 	    check_max_lag_ms[2]; /* per mode (RECON_MODE_T1, _HOT): WARNING beyond, CRITICAL 2x */
 	int64_t check_max_age_ms[2];

@@ -1500,7 +1500,7 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	job->refund_after_ms = 3 * RECON_MS_PER_DAY;
 	job->lock_wait_ms = 10 * RECON_MS_PER_MIN;
 	job->ledger_retention_ms = 400 * RECON_MS_PER_DAY;
-	job->ledger_settled_ms = 35 * RECON_MS_PER_DAY;
+	job->ledger_settled_ms = 7 * RECON_MS_PER_DAY;
 	/* t1: at 10:30 yesterday is reconciled, so the watermark is ~34.5h old at worst */
 	job->check_max_lag_ms[0] = 36 * RECON_MS_PER_HOUR;
 	job->check_max_age_ms[0] = 26 * RECON_MS_PER_HOUR;

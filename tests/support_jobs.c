@@ -78,7 +78,7 @@ struct recon_job *support_job_new(void)
 	job->lock_wait_ms = 10 * RECON_MS_PER_MIN;
 	job->t1_max_days = 31;
 	job->ledger_retention_ms = 400 * RECON_MS_PER_DAY;
-	job->ledger_settled_ms = 35 * RECON_MS_PER_DAY;
+	job->ledger_settled_ms = 7 * RECON_MS_PER_DAY;
 	job->hot_size_ms = 5 * RECON_MS_PER_MIN;
 	job->hot_lag_ms = 2 * RECON_MS_PER_MIN;
 	job->max_rejects = 0;
