@@ -319,6 +319,51 @@ static void test_state_reopen_idempotent(void **state)
 	assert_int_equal(begin_run(fx, D16, D17, false, D17 + HOUR), id + 1);
 }
 
+/* Generated from sql/sqlite/state at build time (linked from the library). */
+extern const char *const recon_migrations[];
+
+/*
+ * A version-3 store upgrades in place: its open differences become open items
+ * (the latest class of each key), nothing is dropped.
+ */
+static void test_state_upgrade_from_v3(void **state)
+{
+	struct fixture *fx = *state;
+	sqlite3 *db;
+	char d[300];
+
+	snprintf(d, sizeof(d), "%s/a", fx->dir);
+	assert_int_equal(mkdir(d, 0750), 0);
+	snprintf(d, sizeof(d), "%s/a/b", fx->dir);
+	assert_int_equal(mkdir(d, 0750), 0);
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	for (int v = 0; v < 3; v++)
+		assert_int_equal(sqlite3_exec(db, recon_migrations[v], NULL, NULL, NULL),
+				 SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(
+		db,
+		"PRAGMA user_version = 3;"
+		"INSERT INTO runs (id, job, mode, window_start_ms, window_end_ms, "
+		"business_date, started_at_ms, config_sha256) VALUES (1, 'test_job', 't1', 0, "
+		"1, '2024-01-16', 5, 'x'), (2, 'test_job', 't1', 0, 1, '2024-01-16', 6, 'x');"
+		"INSERT INTO differences VALUES ('test_job', 'K1', 'missing', 1, 1, 5, 5, "
+		"NULL, NULL, '{\"old\":1}'), ('test_job', 'K1', 'amount_mismatch', 2, 2, 6, "
+		"6, NULL, NULL, '{\"new\":1}'), ('test_job', 'K2', 'extra', 1, 1, 5, 5, 2, 6, "
+		"'{}');",
+		NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	open_rw(fx);
+	assert_int_equal(q_int(fx->st, "PRAGMA user_version"), 4);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM differences"), 3);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM items"), 1);
+	assert_int_equal(q_int(fx->st, "SELECT class = 'amount_mismatch' AND severity = "
+				       "'critical' AND state = 'open' AND last_run = 2 FROM items "
+				       "WHERE key = 'K1'"),
+			 1);
+}
+
 /* A read-only open of a missing store is RECON_ENOTFOUND and creates nothing. */
 static void test_state_readonly_missing(void **state)
 {
@@ -824,6 +869,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_state_open_creates_and_migrates, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_reopen_idempotent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_upgrade_from_v3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_readonly_missing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_readonly_not_a_store, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_newer_schema_refused, setup, teardown),
