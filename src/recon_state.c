@@ -1122,8 +1122,8 @@ static const char item_keep_sql[] = "UPDATE ledger SET keep_until_ms = ?4 WHERE 
 static const char ticket_end_sql[] =
     "UPDATE tickets SET status = 'resolved', resolved_run = ?4, resolved_at_ms = ?5, "
     "note = ?6, synced = 0 WHERE job = ?1 AND key = ?2 AND class = ?3 AND status = 'open' "
-    "AND NOT EXISTS (SELECT 1 FROM items i WHERE i.job = ?1 AND i.key = ?7 AND i.class = ?3 "
-    "AND i.state = 'open')";
+    "AND NOT EXISTS (SELECT 1 FROM items i WHERE i.job = ?1 AND i.mode IN ('t1', 'hot') AND "
+    "i.key = ?7 AND i.class = ?3 AND i.state = 'open')";
 
 const char *recon_state_severity(int klass)
 {

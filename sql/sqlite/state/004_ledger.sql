@@ -57,6 +57,7 @@ CREATE TABLE items (
 	json         TEXT    NOT NULL                -- the difference as last evaluated
 );
 CREATE UNIQUE INDEX items_open ON items (job, mode, key) WHERE state = 'open';
+CREATE INDEX items_key ON items (job, mode, key, id);
 CREATE INDEX items_job ON items (job, state, mode, opened_at_ms);
 
 ALTER TABLE tickets ADD COLUMN resolved_run INTEGER;
