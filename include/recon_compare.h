@@ -115,6 +115,8 @@ struct recon_carry {
 	int64_t paid, refunded;
 	uint32_t payments, entries;
 	bool revoked, pending, conflict, duplicate;
+	bool plain;	/* order rows in their status: snapshots, the latest window's wins */
+	int64_t window; /* the latest window (start) the rows come from */
 	char currency[4];
 	int64_t first, last; /* entry times */
 	bool mine;	     /* this window contributed to the key before (a rerun): evaluate it */
@@ -220,6 +222,7 @@ struct recon_contrib {
 	struct recon_carry c; /* this window's entries only (mine unused) */
 	int klass;	      /* the key's class now (enum recon_class) */
 	bool partial;	      /* cumulative view: partially refunded (kept for ledger.retention) */
+	bool carried;	      /* the ledger holds other windows' rows of the key */
 };
 /*
  * After classify: calls fn for each evaluated key whose entries in this

@@ -73,6 +73,7 @@ struct keyent {
 	bool up_dup;	 /* the same provider entry listed twice */
 	bool up_looked_up;
 	bool up_plain_amount; /* a plain closed/pending row carries the order amount in `other` */
+	bool up_plain;	      /* plain rows (orders in their status), not entries */
 	/* the ledger (recon_compare_carry / recon_compare_item) */
 	bool carried, item, evaluate;
 	int8_t item_class;
@@ -732,6 +733,7 @@ static void fold_up(struct keyent *k, const struct recon_row *row, bool dup)
 		k->up_looked_up = true;
 	bool ok = true;
 	if (row->flags & RECON_ROW_HAS_STATUS) {
+		k->up_plain = true;
 		/* plain rows: each row is an order in the status its source says */
 		switch (row->status) {
 		case RECON_ST_SUCCESS:
@@ -1604,7 +1606,7 @@ struct upview {
 	uint64_t line;
 };
 
-static void up_view(const struct keyent *k, struct upview *v)
+static void up_view(const struct recon_compare *cmp, const struct keyent *k, struct upview *v)
 {
 	const struct recon_carry *c = &k->carry;
 
@@ -1628,6 +1630,16 @@ static void up_view(const struct keyent *k, struct upview *v)
 	}
 	if (!carried_entries(k))
 		return;
+	/*
+	 * Plain rows are snapshots of the order, not entries: the latest
+	 * window's stands alone (a notification row updated from paid to
+	 * refunded is one order, not two payments).
+	 */
+	if (c->plain && k->up_plain && up_touched(k)) {
+		if (c->window < cmp->win.start)
+			return; /* this window's snapshot is the latest */
+		memset(v, 0, sizeof(*v));
+	}
 	if (!v->n) {
 		memcpy(v->cur, c->currency, 4);
 		v->first = c->first;
@@ -1904,7 +1916,7 @@ static void classify_part(struct classified *out)
 			c->rows_other[1] += k->n_local;
 			continue;
 		}
-		up_view(k, &v);
+		up_view(cmp, k, &v);
 		r->klass = (int8_t)classify_key(cmp, k, &v, &due, c);
 		c->keys_owned++;
 		c->carried += v.carried;
@@ -2049,11 +2061,13 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		k = view(cmp, r, &tmp);
 		if (!up_touched(k))
 			continue; /* nothing of this window's upstream */
-		up_view(k, &v);
+		up_view(cmp, k, &v);
 		int64_t order = order_amount(&v, k);
 		bool partial = !v.revoked && v.refunded > 0 && v.refunded < order;
+		/* refunds and revocations are entries a later window builds on; a plain
+		   row is the whole order in its status, replaced by a later one */
 		need = r->klass != RECON_CLASS_MATCHED || k->carried || k->item ||
-		       k->refunded > 0 || k->up_revoked || k->up_pending || partial ||
+		       (!k->up_plain && (k->refunded > 0 || k->up_revoked || partial)) ||
 		       !local_touched(cmp, k);
 		if (!need)
 			continue;
@@ -2062,6 +2076,7 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		c.key_len = r->key_len;
 		c.klass = r->klass;
 		c.partial = partial;
+		c.carried = k->carried;
 		c.c.paid = k->paid;
 		c.c.refunded = k->refunded;
 		c.c.payments = k->n_payment;
@@ -2070,6 +2085,7 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		c.c.pending = k->up_pending;
 		c.c.conflict = k->up_currency_conflict;
 		c.c.duplicate = k->up_dup;
+		c.c.plain = k->up_plain;
 		memcpy(c.c.currency, k->up_currency, 4);
 		c.c.first = k->up_first;
 		c.c.last = k->up_last;

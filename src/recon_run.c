@@ -617,6 +617,14 @@ struct contribs {
 	size_t n, alloc;
 };
 
+static int contrib_cmp(const void *a, const void *b)
+{
+	const struct recon_contrib *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+
+	return c ? c : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
 static void contrib_one(void *arg, const struct recon_contrib *c)
 {
 	struct contribs *cs = arg;
@@ -780,8 +788,12 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		rj.json = json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
 		threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
 		pjson = render_lines(job, pend, npend, up->name, local->name);
-		if (!ctx->dry_run)
+		/* in key order: the ledger's B-tree takes them as appends, not at random */
+		if (!ctx->dry_run) {
 			recon_compare_contributions(cmp, contrib_one, &contribs);
+			if (contribs.n)
+				qsort(contribs.v, contribs.n, sizeof(*contribs.v), contrib_cmp);
+		}
 		if (threaded)
 			pthread_join(th, NULL);
 		else

@@ -792,6 +792,30 @@ static void test_compare_carry_and_items(void **state)
 	assert_int_equal(recon_compare_counts(fx->cmp)->carried, 3);
 }
 
+/*
+ * Plain order rows (a notification table) are snapshots, not entries: a row
+ * updated from paid yesterday to refunded today is one refunded order.
+ */
+static void test_compare_carry_plain_snapshots(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_carry c = {0};
+
+	start(fx, false);
+	c.paid = 100;
+	c.payments = 1;
+	c.entries = 1;
+	c.plain = true;
+	c.window = DAY_START - 24 * HOUR;
+	memcpy(c.currency, "CNY", 4);
+	c.first = c.last = DAY_START - 20 * HOUR;
+	up_plain(fx, "P1", RECON_ST_REFUNDED, 100, DAY_START + HOUR);
+	local(fx, "P1", RECON_ST_REFUNDED, 100, DAY_START - 20 * HOUR);
+	recon_compare_carry(fx->cmp, "P1", 2, &c);
+	recon_compare_classify(fx->cmp);
+	assert_int_equal(klass(fx, "P1"), RECON_CLASS_MATCHED);
+}
+
 /* A statement upstream: every key it lists belongs to the window, whatever its time. */
 static void test_compare_statement_owns_every_upstream_key(void **state)
 {
@@ -1454,6 +1478,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_compare_two_partial_refunds_not_duplicates, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_carry_and_items, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_carry_plain_snapshots, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_window_local_edges, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_window_upstream_rule_wins, setup,
 					    teardown),

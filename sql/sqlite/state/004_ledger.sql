@@ -4,7 +4,8 @@
 -- ledger: what each reconciled window's upstream entries contributed to a key,
 -- kept only where it matters for a later window (refunds, revocations, open
 -- items, local rows beyond the window, replays). A key's cumulative upstream
--- view is the sum of its rows; a rerun replaces its window's rows.
+-- view is the sum of its rows (of plain order rows, which are snapshots of the
+-- order, the latest window's); a rerun replaces its window's rows.
 CREATE TABLE ledger (
 	job             TEXT    NOT NULL,
 	mode            TEXT    NOT NULL,            -- t1 | hot
@@ -19,6 +20,7 @@ CREATE TABLE ledger (
 	pending         INTEGER NOT NULL,            -- 1: a plain pending row
 	conflict        INTEGER NOT NULL,            -- 1: mixed currencies or a sum beyond int64
 	duplicate       INTEGER NOT NULL,            -- 1: the same provider entry twice
+	plain           INTEGER NOT NULL,            -- 1: order rows in their status (snapshots: the latest wins)
 	currency        TEXT    NOT NULL,
 	first_ms        INTEGER NOT NULL,            -- first entry time (UTC ms)
 	last_ms         INTEGER NOT NULL,            -- last entry time: when upstream got terminal
