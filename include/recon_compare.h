@@ -54,6 +54,7 @@ struct recon_side_view {
 	uint64_t line;	  /* origin line of that entry/row (0: database) */
 	uint32_t rows;	  /* entries (upstream) or rows (local) folded into this view */
 	bool looked_up;	  /* found by a key lookup beyond the read window */
+	bool conflict;	  /* upstream: entries in mixed currencies, or sums beyond int64 */
 };
 
 struct recon_diff {

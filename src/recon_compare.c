@@ -1756,6 +1756,7 @@ static void classify_part(struct classified *out)
 			d->up.line = k->up_line;
 			d->up.rows = k->n_up;
 			d->up.looked_up = k->up_looked_up;
+			d->up.conflict = k->up_currency_conflict;
 		}
 		if (k->n_local) {
 			d->local.present = true;

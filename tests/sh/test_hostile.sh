@@ -1,0 +1,50 @@
+#!/bin/sh
+# Issue 12: compensations that cannot be fooled. Each block is one finding of
+# the issue, run against the example job (a CSV statement, a SQLite flow):
+#   replays refused when the upstream order does not justify them (mixed
+#   currencies, a sum beyond int64, zero or negative amounts, over-refunds):
+#   a critical ticket, never an insert.
+. "$(dirname "$0")/lib.sh"
+DAY=2024-01-16
+flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
+
+# ---- replays the upstream does not justify (findings 2 and 3) --------------
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+cat >> "$STMT" <<'CSV'
+2024-01-16 12:00:00,4200000001202401169001,ORD-9001,PAYMENT,50.00,,CNY
+2024-01-16 12:00:01,4200000001202401169002,ORD-9001,PAYMENT,10.00,,USD
+2024-01-16 12:01:00,4200000001202401169003,ORD-9002,PAYMENT,20.00,,CNY
+2024-01-16 12:02:00,4200000001202401169003,ORD-9002,REFUND,20.00,5030000001202401169001,USD
+2024-01-16 12:03:00,4200000001202401169004,ORD-9003,PAYMENT,50000000000000000.00,,CNY
+2024-01-16 12:03:01,4200000001202401169005,ORD-9003,PAYMENT,50000000000000000.00,,CNY
+2024-01-16 12:04:00,4200000001202401169006,ORD-9004,PAYMENT,-50.00,,CNY
+2024-01-16 12:05:00,4200000001202401169007,ORD-9005,PAYMENT,0.00,,CNY
+2024-01-16 12:06:00,4200000001202401169008,ORD-9006,PAYMENT,-92233720368547758.08,,CNY
+2024-01-16 12:07:00,4200000001202401169009,ORD-9007,PAYMENT,30.00,,CNY
+2024-01-16 12:08:00,4200000001202401169009,ORD-9007,REFUND,40.00,5030000001202401169002,CNY
+CSV
+expect_exit 0 "refused replays: the run succeeds with alerts" "$RECON" run --job "$JOB" --date $DAY
+check "the summary counts 7 refused replays next to the good one" \
+	grep -q "replay 1 done, 7 refused" "$WORK/out"
+check "nothing inserted for the refused keys" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no LIKE 'ORD-900%'")" = 0
+check "the good missing order is replayed" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no = 'ORD-1002'")" = 1
+check "no idempotency record claims a refused order" \
+	test "$(flow "SELECT count(*) FROM idempotency_record WHERE idem_key LIKE '%ORD-900%'")" = 0
+check "a critical missing ticket per refused key" \
+	test "$(sql "SELECT count(*) FROM tickets WHERE key LIKE 'ORD-900%' AND class = 'missing' AND severity = 'critical'")" = 7
+check "each refusal is recorded with its reason" \
+	test "$(sql "SELECT count(*) FROM actions WHERE action = 'replay' AND outcome = 'refused' AND error LIKE '%replay refused:%'")" = 7
+for k in ORD-9001:mixed ORD-9002:mixed ORD-9003:overflow ORD-9004:zero ORD-9005:zero ORD-9006:zero ORD-9007:more; do
+	key=${k%%:*}
+	case ${k#*:} in
+	mixed | overflow) why="mixed currencies or their sums overflow" ;;
+	zero) why="zero or less" ;;
+	more) why="refunds more than was paid" ;;
+	esac
+	check "$key: ALERT naming the reason ($why)" grep -q "ALERT missing job 'example_payments' key '$key': replay refused: .*$why" "$WORK/err"
+done
+expect_exit 0 "a dry run says the same" "$RECON" run --job "$JOB" --date $DAY --dry-run
+check "dry run: refused, not would" grep -q "replay 7 refused" "$WORK/out"
+
+finish
