@@ -3,7 +3,8 @@
 # the issue, run against the example job (a CSV statement, a SQLite flow):
 #   replays refused when the upstream order does not justify them (mixed
 #   currencies, a sum beyond int64, zero or negative amounts, over-refunds):
-#   a critical ticket, never an insert.
+#   a critical ticket, never an insert;
+#   keys with invisible or invalid characters rejected, named by code point.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -46,5 +47,19 @@ for k in ORD-9001:mixed ORD-9002:mixed ORD-9003:overflow ORD-9004:zero ORD-9005:
 done
 expect_exit 0 "a dry run says the same" "$RECON" run --job "$JOB" --date $DAY --dry-run
 check "dry run: refused, not would" grep -q "replay 7 refused" "$WORK/out"
+
+# ---- invisible characters in keys (finding 5) ------------------------------
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+printf '2024-01-16 12:00:00,4200000001202401169101,ORD-\342\200\2131001,PAYMENT,100.00,,CNY\n' >> "$STMT"
+expect_exit 65 "a zero-width space inside a key is a reject" "$RECON" run --job "$JOB" --date $DAY
+check "the reject names the code point and the line" \
+	grep -q "2024-01-16.csv:18.*invisible format character U+200B at offset 4 in key 'ORD-\\\\xe2\\\\x80\\\\x8b1001'" "$WORK/err"
+check "no look-alike order replayed" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no LIKE 'ORD-%1001'")" = 1
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+printf '2024-01-16 12:00:00,4200000001202401169102,\357\273\277ORD-1001,PAYMENT,100.00,,CNY\n' >> "$STMT"
+expect_exit 65 "a BOM at the start of a key is a reject" "$RECON" run --job "$JOB" --date $DAY
+check "the reject names U+FEFF" grep -q "U+FEFF at offset 0" "$WORK/err"
 
 finish
