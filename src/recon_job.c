@@ -968,6 +968,7 @@ static const char *const side_keys[] = {"kind",
 					"alt_columns",
 					"delimiter_guard",
 					"reject_empty",
+					"allow_empty",
 					"zip_entry",
 					"zip_exclude",
 					"totals",
@@ -1084,17 +1085,28 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 			goto out;
 	}
 	if ((rc = get_csv_layout(L, obj, s)) < 0 || (rc = get_side_common(L, obj, s, sql)) < 0 ||
+	    (rc = get_bool(L, obj, "allow_empty", &s->allow_empty)) < 0 ||
 	    (rc = get_str(L, obj, "path", &s->path)) < 0 ||
 	    (rc = get_str(L, obj, "table", &s->table)) < 0 ||
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
 		goto out;
 	if (sql) {
-		static const char *const csv_only[] = {
-		    "encoding",		"delimiter",	 "quote",
-		    "header",		"skip_lines",	 "strip",
-		    "comment_prefixes", "stop_prefixes", "alt_columns",
-		    "delimiter_guard",	"reject_empty",	 "zip_entry",
-		    "zip_exclude",	"totals",	 NULL};
+		static const char *const csv_only[] = {"encoding",
+						       "delimiter",
+						       "quote",
+						       "header",
+						       "skip_lines",
+						       "strip",
+						       "comment_prefixes",
+						       "stop_prefixes",
+						       "alt_columns",
+						       "delimiter_guard",
+						       "reject_empty",
+						       "zip_entry",
+						       "zip_exclude",
+						       "totals",
+						       "allow_empty",
+						       NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
 				push(L, csv_only[i]);

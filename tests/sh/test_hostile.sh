@@ -4,7 +4,8 @@
 #   replays refused when the upstream order does not justify them (mixed
 #   currencies, a sum beyond int64, zero or negative amounts, over-refunds):
 #   a critical ticket, never an insert;
-#   keys with invisible or invalid characters rejected, named by code point.
+#   keys with invisible or invalid characters rejected, named by code point;
+#   an empty statement is bad input unless expected or its trailer says 0 rows.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -61,5 +62,36 @@ STMT=$WORK/ex/statements/$DAY.csv
 printf '2024-01-16 12:00:00,4200000001202401169102,\357\273\277ORD-1001,PAYMENT,100.00,,CNY\n' >> "$STMT"
 expect_exit 65 "a BOM at the start of a key is a reject" "$RECON" run --job "$JOB" --date $DAY
 check "the reject names U+FEFF" grep -q "U+FEFF at offset 0" "$WORK/err"
+
+# ---- an empty statement does not close the day (finding 4) -----------------
+wm() { sql "SELECT count(*) FROM watermarks WHERE mode = 't1' AND reconciled_until_ms > 1705334400000"; }
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+: > "$STMT"
+expect_exit 65 "a 0-byte statement is bad input" "$RECON" run --job "$JOB" --date $DAY
+check "it names the file and says what to set" grep -q "$DAY.csv:1: empty file: no entries.*\"allow_empty\": true" "$WORK/err"
+check "the watermark does not move" test "$(wm)" = 0
+head -n 1 "$SRC/examples/basic/statements/$DAY.csv" > "$STMT"
+expect_exit 65 "a header-only statement is bad input" "$RECON" run --job "$JOB" --date $DAY
+check "the watermark still does not move" test "$(wm)" = 0
+cp "$SRC/examples/basic/statements/$DAY.csv" "$STMT"
+expect_exit 0 "the real file, published later, is reconciled" "$RECON" run --job "$JOB" --date $DAY
+check "and its missing order replayed" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no = 'ORD-1002'")" = 1
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+: > "$STMT"
+sed -i 's/"kind": "csv",/"kind": "csv", "allow_empty": true,/' "$JOB"
+expect_exit 0 "a job that expects empty days reconciles an empty file" "$RECON" run --job "$JOB" --date $DAY
+# a WeChat bill whose trailer says 0 rows is a day without trades
+W=$WORK/wx
+rm -rf "$W"
+cp -R "$SRC/tests/cases/wechatpay_bill" "$W"
+mkdir -p "$W/formats"
+cp "$SRC/rules/formats/"*.json "$W/formats/"
+cat "$SRC/sql/sqlite/payment_flow.sql" "$W/flow.sql" | sqlite3 "$W/flow.db"
+WX=$W/statements/$DAY.csv
+{ head -n 1 "$WX"; tail -n 2 "$WX" | head -n 1; printf '`0,`0.00,`0.00,`0.00,`0.00000,`0.00,`0.00\r\n'; } > "$WX.new"
+mv "$WX.new" "$WX"
+expect_exit 0 "a bill whose trailer states 0 rows is a day without trades" "$RECON" run --job "$W/job.json" --date $DAY --dry-run
 
 finish
