@@ -5,7 +5,9 @@
 #   currencies, a sum beyond int64, zero or negative amounts, over-refunds):
 #   a critical ticket, never an insert;
 #   keys with invisible or invalid characters rejected, named by code point;
-#   an empty statement is bad input unless expected or its trailer says 0 rows.
+#   an empty statement is bad input unless expected or its trailer says 0 rows;
+#   a 0-byte state store is an error naming it, never silently re-created;
+#   the state store, its folder and the heartbeat are not world-readable.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -93,5 +95,17 @@ WX=$W/statements/$DAY.csv
 { head -n 1 "$WX"; tail -n 2 "$WX" | head -n 1; printf '`0,`0.00,`0.00,`0.00,`0.00000,`0.00,`0.00\r\n'; } > "$WX.new"
 mv "$WX.new" "$WX"
 expect_exit 0 "a bill whose trailer states 0 rows is a day without trades" "$RECON" run --job "$W/job.json" --date $DAY --dry-run
+
+# ---- the state store does not start over (finding 7), file modes (12) ------
+setup_example
+(umask 022 && "$RECON" run --job "$JOB" --date $DAY --quiet > /dev/null 2>&1) || true
+check "the state store is 0640" test "$(stat -c %a "$DB")" = 640
+check "its folder is 0750" test "$(stat -c %a "$WORK/ex/state")" = 750
+check "the heartbeat is 0640" test "$(stat -c %a "$WORK/ex/state/recon.prom")" = 640
+rm -f "$DB-wal" "$DB-shm"
+: > "$DB"
+expect_exit 1 "a 0-byte state store is an error" "$RECON" run --job "$JOB" --date 2024-01-17
+check "it names the file" grep -qF "state store '$DB' is an empty file (0 bytes)" "$WORK/err"
+check "and leaves it alone" test ! -s "$DB"
 
 finish
