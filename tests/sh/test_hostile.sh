@@ -7,7 +7,8 @@
 #   keys with invisible or invalid characters rejected, named by code point;
 #   an empty statement is bad input unless expected or its trailer says 0 rows;
 #   a 0-byte state store is an error naming it, never silently re-created;
-#   the state store, its folder and the heartbeat are not world-readable.
+#   the state store, its folder and the heartbeat are not world-readable;
+#   a misspelt SQLite column is exit 78 naming it, not a string constant.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -107,5 +108,11 @@ rm -f "$DB-wal" "$DB-shm"
 expect_exit 1 "a 0-byte state store is an error" "$RECON" run --job "$JOB" --date 2024-01-17
 check "it names the file" grep -qF "state store '$DB' is an empty file (0 bytes)" "$WORK/err"
 check "and leaves it alone" test ! -s "$DB"
+
+# ---- a misspelt SQLite column is not a string constant (finding 9) ---------
+setup_example
+sed -i 's/"key": "out_trade_no", "amount_minor"/"key": "out_trade_nr", "amount_minor"/' "$JOB"
+expect_exit 78 "a misspelt key column of the SQLite flow" "$RECON" run --job "$JOB" --date $DAY --dry-run
+check "it names the column and the table" grep -q "column 'out_trade_nr' not found in table 'payment_flow'" "$WORK/err"
 
 finish
