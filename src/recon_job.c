@@ -984,6 +984,21 @@ static bool env_name_ok(const char *s)
 	return strlen(s) <= RECON_NAME_MAX;
 }
 
+/*
+ * The error for a value that is no variable name. A DSN pasted where its
+ * variable's name belongs ("postgresql://u:secret@h/db", "host=h password=x")
+ * is not echoed: the job file's error would print the password.
+ */
+static int env_name_err(struct loader *L, const char *v)
+{
+	if (strpbrk(v, ":@=/ \t") || strlen(v) > RECON_NAME_MAX)
+		return lerr(L, "expected the name of an environment variable (letters, digits, "
+			       "'_'), and this value looks like a connection string itself: put "
+			       "the DSN in a variable and name that variable here (the value is "
+			       "not shown)");
+	return lerr(L, "'%s' is not a valid environment variable name", v);
+}
+
 /* Reads a format profile into s (before the side's own keys override it). */
 static int load_profile(struct loader *outer, const char *jobdir, struct recon_side *s,
 			json_t **profile_out)
@@ -1140,7 +1155,7 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 			rc = lerr(L, "missing (the environment variable holding the connection "
 				     "string)");
 		else if (!env_name_ok(s->dsn_env))
-			rc = lerr(L, "'%s' is not a valid environment variable name", s->dsn_env);
+			rc = env_name_err(L, s->dsn_env);
 		pop(L);
 		if (rc < 0)
 			goto out;
@@ -1324,8 +1339,7 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 			rc = lerr(L, "only postgres and mysql local sides take a writer DSN (a "
 				     "sqlite local side is written through its own file)");
 		else if (!env_name_ok(a->writer_dsn_env))
-			rc = lerr(L, "'%s' is not a valid environment variable name",
-				  a->writer_dsn_env);
+			rc = env_name_err(L, a->writer_dsn_env);
 		pop(L);
 		if (rc < 0)
 			goto out;
