@@ -3,7 +3,11 @@
  * committed (DESIGN classification table), and the writers they go through.
  *
  *   missing          -> replay: the upstream order inserted into the local flow
- *                       table with its idempotency record, in one transaction
+ *                       table with its idempotency record, in one transaction;
+ *                       refused (a critical ticket instead, never an insert)
+ *                       when its entries are in mixed currencies or overflow,
+ *                       its amount is zero or less, or it refunds more than
+ *                       was paid (recon_action_replay_refusal())
  *   extra            -> ticket (never a refund, never a delete)
  *   stuck            -> re-push: an outbox event; optionally a guarded transition
  *   amount_mismatch  -> critical ticket + alert line; never auto-fixed
@@ -98,6 +102,16 @@ int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, con
 int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
 			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
 
+/*
+ * Why the upstream side of a `missing` difference does not justify inserting
+ * it (a static string), or NULL when the replay may go ahead: entries in mixed
+ * currencies or sums beyond int64 (up.conflict), an order amount of zero or
+ * less, negative refunds, or refunds above the payment. A refund-only key
+ * (amount 0, refunds > 0: its payment lies in an earlier statement) is not
+ * judged here; it gets a normal ticket.
+ */
+const char *recon_action_replay_refusal(const struct recon_diff *d);
+
 /* ---- retries ---- */
 
 struct recon_retry_policy {
@@ -135,6 +149,7 @@ enum recon_action_outcome {
 	RECON_OUT_SKIPPED,  /* not configured (e.g. no writer for a csv local side) */
 	RECON_OUT_WOULD,    /* dry run: what would have been done */
 	RECON_OUT_FAILED,
+	RECON_OUT_REFUSED, /* a replay the upstream order does not justify: a critical ticket */
 	RECON_OUT__COUNT
 };
 const char *recon_action_name(enum recon_action_kind a);

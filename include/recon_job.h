@@ -141,6 +141,8 @@ struct recon_side {
 	char delim_guard;  /* data cells split only on the delimiter followed by this character
 			      (WeChat ",`": names may hold raw commas); the header splits plainly */
 	bool reject_empty; /* a file without a header line is bad input */
+	bool allow_empty;  /* a statement without entries is expected (a job's "allow_empty"); else
+			      one is bad input unless its control totals state 0 rows */
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;

@@ -39,7 +39,18 @@ RECON_MUSTCHECK int recon_report_print(FILE *out, enum recon_report_format fmt,
 				       const struct recon_job *job, char *const *json, size_t n,
 				       struct recon_err *err);
 
-/* Writes s as one RFC 4180 CSV field (quoted when needed). */
+/*
+ * Writes s as one RFC 4180 CSV field (quoted when needed). A field starting
+ * with '=', '+', '-', '@', a tab or a CR gets a leading apostrophe inside its
+ * quotes, so a spreadsheet shows it as text instead of running a formula.
+ */
 void recon_report_csv_field(FILE *out, const char *s);
+
+/*
+ * Writes s, a name from input, for a terminal or a log: control characters
+ * (C0, DEL, C1) as \xNN and '\' as "\\", so no escape sequence reaches the
+ * terminal and no line break fakes a log line.
+ */
+void recon_report_text_field(FILE *out, const char *s);
 
 #endif

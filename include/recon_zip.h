@@ -21,6 +21,11 @@
 #include "recon_err.h"
 
 #define RECON_ZIP_MAX ((size_t)1 << 30) /* archives larger than this are refused */
+/* A member stating more than this inflated, or RECON_ZIP_MAX_RATIO times its compressed
+   size when above RECON_ZIP_RATIO_FLOOR, is refused before inflating (a zip bomb). */
+#define RECON_ZIP_MAX_INFLATED ((uint64_t)3 << 30)
+#define RECON_ZIP_MAX_RATIO    200u
+#define RECON_ZIP_RATIO_FLOOR  ((uint64_t)16 << 20)
 
 struct recon_sha256;
 struct recon_zip;

@@ -7,7 +7,14 @@
  *                       (affected rows 0: already there; not INSERT IGNORE,
  *                       which would hide every other error)
  *
- * Never SELECT-then-INSERT: the business table's unique key decides.
+ * Never SELECT-then-INSERT: the business table's unique key decides. On
+ * MySQL, ON DUPLICATE KEY gives way to a clash on *any* unique index of the
+ * table (a unique provider_txn column whose default is already taken), so
+ * "0 rows affected" is confirmed, in the same transaction, by reading the row
+ * back by its business key (a locking read: the latest committed row). When
+ * it is not there, the clash was on another index: the plain INSERT is tried
+ * once to learn which (MySQL names it in error 1062), and the action fails
+ * naming that index; nothing is recorded as done.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +44,72 @@ static void idem_key(const struct recon_job *job, const char *key, char *out, si
 	recon_buf_release(&b);
 }
 
+/*
+ * The index name in a MySQL duplicate-key message ("Duplicate entry 'x' for key
+ * 'provider_txn'", MySQL 8: "... for key 'payment_flow.provider_txn'") into out,
+ * or "" when the message is not one.
+ */
+static void dup_index_name(const char *msg, char *out, size_t size)
+{
+	const char *at = strstr(msg, "for key '"), *end;
+
+	out[0] = '\0';
+	if (!at)
+		return;
+	at += strlen("for key '");
+	end = strrchr(at, '\'');
+	if (!end || end < at)
+		return;
+	snprintf(out, size, "%.*s", (int)(end - at), at);
+}
+
+/*
+ * MySQL only, inside the replay's transaction, after the insert changed
+ * nothing: *affected stays 0 when the row with the business key is there;
+ * else the clash was on another unique index, and the action fails naming it
+ * (or, should the clash be gone by now, the plain insert counts as the replay).
+ * `insert` is the INSERT without its ON DUPLICATE KEY clause.
+ */
+static int confirm_present(struct recon_writer *w, const struct recon_job *job,
+			   const char *const *params, const char *const *cols, const char *insert,
+			   int np, const char *display, int64_t *affected, struct recon_err *err)
+{
+	const struct recon_side *l = &job->local;
+	struct recon_buf sql;
+	struct recon_err e;
+	char index[128];
+	int64_t found = 0;
+	int rc;
+
+	recon_buf_init(&sql);
+	recon_buf_addf(&sql, "SELECT 1 FROM `%s` WHERE ", l->table);
+	for (unsigned i = 0; i < l->nkey; i++)
+		recon_buf_addf(&sql, "%s`%s` = ?", i ? " AND " : "", cols[i]);
+	recon_buf_adds(&sql, " LOCK IN SHARE MODE");
+	rc = w->ops->exec(w, sql.s, params, (int)l->nkey, &found, err);
+	recon_buf_release(&sql);
+	if (rc < 0 || found > 0)
+		return rc;
+	recon_err_init(&e);
+	rc = w->ops->exec(w, insert, params, np, affected, &e);
+	if (rc == 0)
+		return 0;
+	if (rc == RECON_ERETRY) {
+		*err = e;
+		return rc;
+	}
+	dup_index_name(e.msg, index, sizeof(index));
+	if (!index[0])
+		return recon_err_set(err, rc, e.where,
+				     "replay of '%s' into table '%s' changed nothing and no row "
+				     "has that key: %s",
+				     display, l->table, e.msg);
+	return recon_err_set(err, RECON_EINPUT, e.where,
+			     "replay of '%s' into table '%s' clashes with another row on unique "
+			     "index '%s' (not the business key): nothing inserted",
+			     display, l->table, index);
+}
+
 /* Appends the dialect's "insert unless the unique key exists" clause. */
 static void on_conflict(struct recon_writer *w, struct recon_buf *sql, const char *const *cols,
 			unsigned ncols)
@@ -62,7 +135,7 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 	const char *wrap = "%s", *status;
 	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160],
 	     key[RECON_KEY_PARTS_MAX * 1025 + 8];
-	char *parts = NULL;
+	char *parts = NULL, *insert = NULL;
 	struct recon_buf sql, vals;
 	int np = 0, rc = 0;
 	int64_t idem_affected = 0;
@@ -126,14 +199,18 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 		recon_buf_adds(&sql, at + 2);
 	}
 	recon_buf_adds(&sql, ")");
+	insert = recon_xstrdup(sql.s);
 	on_conflict(w, &sql, cols, l->nkey);
+	recon_key_display(d->key, d->key_len, key, sizeof(key));
 
 	if ((rc = w->ops->begin(w, err)) < 0)
 		goto out;
 	if ((rc = w->ops->exec(w, sql.s, params, np, affected, err)) < 0)
 		goto rollback;
+	if (*affected == 0 && q == '`' &&
+	    (rc = confirm_present(w, job, params, cols, insert, np, key, affected, err)) < 0)
+		goto rollback;
 	/* the idempotency record, in the same transaction */
-	recon_key_display(d->key, d->key_len, key, sizeof(key));
 	idem_key(job, key, idem, sizeof(idem));
 	recon_buf_reset(&sql);
 	recon_buf_addf(
@@ -162,6 +239,7 @@ rollback:
 	w->ops->rollback(w);
 out:
 	free(parts);
+	free(insert);
 	recon_buf_release(&sql);
 	recon_buf_release(&vals);
 	return rc;

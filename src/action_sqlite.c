@@ -61,6 +61,9 @@ static int sw_open(struct recon_writer **out, const struct recon_job *job, struc
 		goto out;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
+	/* a misspelt column in double quotes is an error, never a string constant */
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
 	*out = &s->base;
 	s = NULL;
 out:

@@ -21,7 +21,8 @@
 #include "recon_state.h"
 
 static const char *const action_names[] = {"replay", "ticket", "repush", "transition", "alert"};
-static const char *const outcome_names[] = {"done", "already", "skipped", "would", "failed"};
+static const char *const outcome_names[] = {"done",  "already", "skipped",
+					    "would", "failed",	"refused"};
 
 const char *recon_action_name(enum recon_action_kind a)
 {
@@ -68,6 +69,19 @@ const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size
 char recon_writer_quote(const struct recon_writer *w)
 {
 	return !strcmp(w->ops->kind, "mysql") ? '`' : '"';
+}
+
+const char *recon_action_replay_refusal(const struct recon_diff *d)
+{
+	if (d->up.conflict)
+		return "its entries are in mixed currencies or their sums overflow";
+	if (d->up.amount <= 0)
+		return "its amount is zero or less";
+	if (d->up.refunded < 0)
+		return "its refunds sum to less than zero";
+	if (d->up.refunded > d->up.amount)
+		return "it refunds more than was paid";
+	return NULL;
 }
 
 /* ---- retries ----------------------------------------------------------------- */
@@ -393,6 +407,31 @@ int recon_actions_sync_tickets(const struct recon_job *job, struct recon_state *
 	return rc;
 }
 
+/*
+ * A replay the upstream order does not justify: never inserted; a critical
+ * ticket and an ALERT line instead, and the replay recorded as refused with
+ * the reason.
+ */
+static void refuse(struct actx *a, const struct recon_diff *d, const char *key, const char *klass,
+		   const char *json)
+{
+	const char *why = recon_action_replay_refusal(d);
+	char amount[40], refunded[40];
+	int e = recon_money_exponent(d->up.currency);
+	struct recon_err r;
+
+	recon_money_format(d->up.amount, e < 0 ? 0 : e, amount, sizeof(amount));
+	recon_money_format(d->up.refunded, e < 0 ? 0 : e, refunded, sizeof(refunded));
+	recon_err_init(&r);
+	recon_err_set(&r, RECON_EINPUT, NULL,
+		      "replay refused: %s (upstream %s %s paid, %s refunded, %u entries)", why,
+		      amount, d->up.currency, refunded, (unsigned)d->up.rows);
+	if (!a->dry_run)
+		recon_log_alert("missing job '%s' key '%s': %s", a->job->name, key, r.msg);
+	ticket(a, d, key, klass, "critical", json);
+	note(a, key, klass, RECON_ACT_REPLAY, RECON_OUT_REFUSED, 0, &r);
+}
+
 char *recon_action_counts_json(const struct recon_action_counts *c)
 {
 	json_t *o = json_object();
@@ -457,10 +496,14 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st,
 		recon_key_display(d->key, d->key_len, key, sizeof(key));
 		switch (d->klass) {
 		case RECON_CLASS_MISSING:
-			if (d->up.amount == 0 && d->up.refunded > 0) {
+			if (!d->up.conflict && d->up.amount == 0 && d->up.refunded > 0) {
 				/* refund-only: its payment was in an earlier statement, so the
 				   order amount is unknown; a person has to look */
 				ticket(&a, d, key, klass, "normal", json[i]);
+				break;
+			}
+			if (recon_action_replay_refusal(d)) {
+				refuse(&a, d, key, klass, json[i]);
 				break;
 			}
 			writer_action(&a, &t);

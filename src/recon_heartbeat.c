@@ -174,7 +174,7 @@ static int write_atomic(const char *path, const struct recon_buf *b, struct reco
 
 	recon_buf_init(&tmp);
 	recon_buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s", tmp.s,
 				   strerror(errno));

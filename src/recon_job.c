@@ -968,6 +968,7 @@ static const char *const side_keys[] = {"kind",
 					"alt_columns",
 					"delimiter_guard",
 					"reject_empty",
+					"allow_empty",
 					"zip_entry",
 					"zip_exclude",
 					"totals",
@@ -981,6 +982,21 @@ static bool env_name_ok(const char *s)
 		if (!(isalnum((unsigned char)*p) || *p == '_'))
 			return false;
 	return strlen(s) <= RECON_NAME_MAX;
+}
+
+/*
+ * The error for a value that is no variable name. A DSN pasted where its
+ * variable's name belongs ("postgresql://u:secret@h/db", "host=h password=x")
+ * is not echoed: the job file's error would print the password.
+ */
+static int env_name_err(struct loader *L, const char *v)
+{
+	if (strpbrk(v, ":@=/ \t") || strlen(v) > RECON_NAME_MAX)
+		return lerr(L, "expected the name of an environment variable (letters, digits, "
+			       "'_'), and this value looks like a connection string itself: put "
+			       "the DSN in a variable and name that variable here (the value is "
+			       "not shown)");
+	return lerr(L, "'%s' is not a valid environment variable name", v);
 }
 
 /* Reads a format profile into s (before the side's own keys override it). */
@@ -1084,17 +1100,28 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 			goto out;
 	}
 	if ((rc = get_csv_layout(L, obj, s)) < 0 || (rc = get_side_common(L, obj, s, sql)) < 0 ||
+	    (rc = get_bool(L, obj, "allow_empty", &s->allow_empty)) < 0 ||
 	    (rc = get_str(L, obj, "path", &s->path)) < 0 ||
 	    (rc = get_str(L, obj, "table", &s->table)) < 0 ||
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
 		goto out;
 	if (sql) {
-		static const char *const csv_only[] = {
-		    "encoding",		"delimiter",	 "quote",
-		    "header",		"skip_lines",	 "strip",
-		    "comment_prefixes", "stop_prefixes", "alt_columns",
-		    "delimiter_guard",	"reject_empty",	 "zip_entry",
-		    "zip_exclude",	"totals",	 NULL};
+		static const char *const csv_only[] = {"encoding",
+						       "delimiter",
+						       "quote",
+						       "header",
+						       "skip_lines",
+						       "strip",
+						       "comment_prefixes",
+						       "stop_prefixes",
+						       "alt_columns",
+						       "delimiter_guard",
+						       "reject_empty",
+						       "zip_entry",
+						       "zip_exclude",
+						       "totals",
+						       "allow_empty",
+						       NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
 				push(L, csv_only[i]);
@@ -1128,7 +1155,7 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 			rc = lerr(L, "missing (the environment variable holding the connection "
 				     "string)");
 		else if (!env_name_ok(s->dsn_env))
-			rc = lerr(L, "'%s' is not a valid environment variable name", s->dsn_env);
+			rc = env_name_err(L, s->dsn_env);
 		pop(L);
 		if (rc < 0)
 			goto out;
@@ -1312,8 +1339,7 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 			rc = lerr(L, "only postgres and mysql local sides take a writer DSN (a "
 				     "sqlite local side is written through its own file)");
 		else if (!env_name_ok(a->writer_dsn_env))
-			rc = lerr(L, "'%s' is not a valid environment variable name",
-				  a->writer_dsn_env);
+			rc = env_name_err(L, a->writer_dsn_env);
 		pop(L);
 		if (rc < 0)
 			goto out;

@@ -2,6 +2,8 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,13 +47,120 @@ static int field_err(struct recon_err *err, enum recon_col col, const char *fmt,
 	return RECON_EVALUE;
 }
 
+/*
+ * Code points a key must not hold: invisible ones make a look-alike key (a BOM
+ * or a zero-width space inside ORD-1001 is another order to a hash join, and a
+ * replay would insert it next to the real one). Format characters (Cf),
+ * default-ignorable ones (variation selectors, fillers), line and paragraph
+ * separators; sorted, inclusive.
+ */
+static const struct {
+	uint32_t lo, hi;
+} invisible[] = {
+    {0x00AD, 0x00AD},	{0x034F, 0x034F},   {0x0600, 0x0605},	{0x061C, 0x061C},
+    {0x06DD, 0x06DD},	{0x070F, 0x070F},   {0x0890, 0x0891},	{0x08E2, 0x08E2},
+    {0x115F, 0x1160},	{0x17B4, 0x17B5},   {0x180B, 0x180F},	{0x200B, 0x200F},
+    {0x2028, 0x202E},	{0x2060, 0x206F},   {0x3164, 0x3164},	{0xFE00, 0xFE0F},
+    {0xFEFF, 0xFEFF},	{0xFFA0, 0xFFA0},   {0xFFF0, 0xFFFB},	{0x110BD, 0x110BD},
+    {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+    {0xE0000, 0xE0FFF},
+};
+
+static bool is_invisible(uint32_t cp)
+{
+	for (size_t i = 0; i < sizeof(invisible) / sizeof(invisible[0]); i++) {
+		if (cp < invisible[i].lo)
+			return false;
+		if (cp <= invisible[i].hi)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Decodes the UTF-8 sequence at s[0..n) strictly (no overlong forms, no
+ * surrogates, nothing above U+10FFFF): its length, or 0 when invalid.
+ */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t len;
+	uint32_t c, min;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		len = 2, c = s[0] & 0x1Fu, min = 0x80;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		len = 3, c = s[0] & 0x0Fu, min = 0x800;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		len = 4, c = s[0] & 0x07u, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3Fu);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/*
+ * Refuses a key part holding a control character (C0, DEL, C1), an invisible
+ * one (format, default-ignorable, separators), a noncharacter or U+FFFD (a
+ * decoder's replacement: the bytes were not valid in the source's encoding),
+ * or bytes that are not UTF-8, naming the code point (or byte) and its offset.
+ */
+static int check_key_chars(enum recon_col c, const char *s, size_t len, struct recon_err *err)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char shown[RECON_QUOTE_BUF];
+	const char *what = NULL;
+	uint32_t cp = 0;
+	size_t j, n;
+
+	for (j = 0; j < len; j += n) {
+		if (u[j] >= 0x20 && u[j] < 0x7f) {
+			n = 1;
+			continue;
+		}
+		if (!(n = utf8_decode(u + j, len - j, &cp))) {
+			recon_err_quote(shown, s, len, RECON_QUOTE_ASCII);
+			return field_err(err, c,
+					 "invalid UTF-8 (byte 0x%02X at offset %zu) in key '%s'",
+					 u[j], j, shown);
+		}
+		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+			what = "control character";
+		else if (is_invisible(cp))
+			what = "invisible format character";
+		else if ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE)
+			what = "noncharacter";
+		else if (cp == 0xFFFD)
+			what = "replacement character (undecodable input)";
+		if (what)
+			break;
+	}
+	if (!what)
+		return 0;
+	recon_err_quote(shown, s, len, cp < 0x80 ? 0 : RECON_QUOTE_ASCII);
+	return field_err(err, c, "%s U+%04X at offset %zu in key '%s'", what, (unsigned)cp, j,
+			 shown);
+}
+
 /* The key: parts trimmed, non-empty, no control characters, joined by RECON_KEY_SEP. */
 static int join_key(const struct recon_side *side, const struct recon_raw_row *raw,
 		    struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
 {
 	const char *part[RECON_KEY_PARTS_MAX], *s;
 	size_t plen[RECON_KEY_PARTS_MAX], len, total = 0, o = 0;
-	char shown[RECON_QUOTE_BUF], *key;
+	char *key;
 
 	for (unsigned i = 0; i < side->nkey; i++) {
 		enum recon_col c = (enum recon_col)(RECON_COL_KEY0 + i);
@@ -61,12 +170,8 @@ static int join_key(const struct recon_side *side, const struct recon_raw_row *r
 			trim(side, &s, &len);
 		if (!s || !len)
 			return field_err(err, c, "empty key '%s'", side->cols[c]);
-		for (size_t j = 0; j < len; j++) {
-			if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f) {
-				show(s, len, shown, sizeof(shown));
-				return field_err(err, c, "control character in key '%s'", shown);
-			}
-		}
+		if (check_key_chars(c, s, len, err) < 0)
+			return RECON_EVALUE;
 		if (len > 1024)
 			return field_err(err, c, "key longer than 1024 bytes");
 		part[i] = s;

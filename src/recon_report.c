@@ -1,5 +1,7 @@
 #include "recon_report.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,17 +211,40 @@ char *recon_report_diff_json(const struct recon_job *job, const struct recon_dif
 
 void recon_report_csv_field(FILE *out, const char *s)
 {
-	if (!strpbrk(s, ",\"\r\n")) {
+	/*
+	 * A cell a spreadsheet would run as a formula (=cmd|' /C calc'!A0, +, -,
+	 * @, or a tab or CR before one) is neutralised with a leading apostrophe
+	 * (OWASP "CSV injection"): the text stays readable, nothing executes.
+	 */
+	const bool formula = strchr("=+-@\t\r", s[0]) && s[0];
+
+	if (!formula && !strpbrk(s, ",\"\r\n")) {
 		fputs(s, out);
 		return;
 	}
 	fputc('"', out);
+	if (formula)
+		fputc('\'', out);
 	for (; *s; s++) {
 		if (*s == '"')
 			fputc('"', out);
 		fputc(*s, out);
 	}
 	fputc('"', out);
+}
+
+void recon_report_text_field(FILE *out, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls */
+			fprintf(out, "\\xc2\\x%02x", *++p);
+		else if (*p == '\\')
+			fputs("\\\\", out);
+		else
+			fputc(*p, out);
+	}
 }
 
 struct view {
@@ -301,9 +326,13 @@ int recon_report_print(FILE *out, enum recon_report_format fmt, const struct rec
 			fputc('\n', out);
 		} else {
 			char ua[48], la[48];
+			size_t klen = strlen(key);
 			money_cell(&u, ua, sizeof(ua));
 			money_cell(&l, la, sizeof(la));
-			fprintf(out, "%-32s %-16s %18s %-9s %18s %-9s\n", key, klass, ua,
+			/* the key is input: a terminal control sequence in it is shown, not run */
+			recon_report_text_field(out, key);
+			fprintf(out, "%*s %-16s %18s %-9s %18s %-9s\n",
+				klen < 32 ? (int)(32 - klen) : 0, "", klass, ua,
 				u.present ? u.status : "-", la, l.present ? l.status : "-");
 		}
 		json_decref(o);

@@ -120,6 +120,119 @@ out:
 	return rc;
 }
 
+/*
+ * A new store only where no file exists, created whole: an empty SQLite
+ * database in WAL mode is built under a temporary name (mode 0640, which its
+ * -wal and -shm files inherit) and linked into place, so a crash never leaves a
+ * 0-byte file at path and a file that appeared meanwhile (another run) is kept.
+ * Returns 0 when path exists afterwards.
+ */
+static int create_store(const char *path, struct recon_err *err)
+{
+	struct recon_buf tmp;
+	sqlite3 *db = NULL;
+	int rc = 0, fd;
+
+	recon_buf_init(&tmp);
+	recon_buf_addf(&tmp, "%s.new-%ld", path, (long)getpid());
+	unlink(tmp.s); /* a leftover of a killed run of this pid */
+	fd = open(tmp.s, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot create the state store '%s': %s",
+				   tmp.s, strerror(errno));
+		goto out;
+	}
+	close(fd);
+	if (sqlite3_open_v2(tmp.s, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+		SQLITE_OK ||
+	    sqlite3_exec(db, "PRAGMA page_size = 65536; PRAGMA journal_mode = WAL", NULL, NULL,
+			 NULL) != SQLITE_OK) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot create the state store '%s': %s",
+				   tmp.s, db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	sqlite3_close(db); /* checkpoints: the header, WAL mode included, is in the file */
+	db = NULL;
+	if (link(tmp.s, path) < 0 && errno != EEXIST)
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot create the state store '%s': %s",
+				   path, strerror(errno));
+out:
+	sqlite3_close(db);
+	unlink(tmp.s);
+	recon_buf_release(&tmp);
+	return rc;
+}
+
+/*
+ * What is at path before a read-write open: nothing (a new store is created),
+ * or a file that may be a store. A 0-byte file, something else than a regular
+ * file, or a file without SQLite's header is refused naming it: starting over
+ * there would silently drop the watermark, history and tickets.
+ */
+static int check_existing(const char *path, struct recon_err *err)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (stat(path, &sb) < 0) {
+		if (errno == ENOENT)
+			return create_store(path, err);
+		return recon_err_set(err, RECON_EIO, NULL, "cannot use the state store '%s': %s",
+				     path, strerror(errno));
+	}
+	if (!S_ISREG(sb.st_mode))
+		return recon_err_set(err, RECON_EIO, NULL,
+				     "state store '%s' is not a regular file: refusing to use it",
+				     path);
+	if (sb.st_size == 0)
+		return recon_err_set(err, RECON_EIO, NULL,
+				     "state store '%s' is an empty file (0 bytes): its watermarks, "
+				     "runs and tickets are gone; restore it from a backup, or "
+				     "remove it to start afresh",
+				     path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot open the state store '%s': %s",
+				     path, strerror(errno));
+	n = read(fd, head, sizeof(head));
+	close(fd);
+	if (n != (ssize_t)sizeof(head) || memcmp(head, magic, sizeof(magic)))
+		return recon_err_set(err, RECON_EIO, NULL,
+				     "'%s' is not a recon state store (not a SQLite database): "
+				     "refusing to write over it",
+				     path);
+	return 0;
+}
+
+/* Tables in the store besides recon's own: a store of version 0 must have none. */
+static int check_foreign(struct recon_state *st, struct recon_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int version = -1, objects = -1;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		version = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	q = NULL;
+	if (sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) ==
+		SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		objects = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	if (version < 0 || objects < 0)
+		return db_err(st, err, "cannot read the state store");
+	if (version == 0 && objects > 0)
+		return recon_err_set(err, RECON_EIO, st->path,
+				     "not a recon state store (a SQLite database with %d other "
+				     "objects and no recon schema): refusing to write into it",
+				     objects);
+	return 0;
+}
+
 static int migrate(struct recon_state *st, struct recon_err *err)
 {
 	sqlite3_stmt *q = NULL;
@@ -158,9 +271,9 @@ int recon_state_open(struct recon_state **out, const char *path, bool writable,
 	*out = NULL;
 	st->path = recon_xstrdup(path);
 	if (writable) {
-		if ((rc = make_parent(path, err)) < 0)
+		if ((rc = make_parent(path, err)) < 0 || (rc = check_existing(path, err)) < 0)
 			goto out;
-		flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+		flags = SQLITE_OPEN_READWRITE;
 	} else {
 		if (access(path, F_OK) < 0) {
 			rc = recon_err_set(err, RECON_ENOTFOUND, NULL,
@@ -193,15 +306,21 @@ int recon_state_open(struct recon_state **out, const char *path, bool writable,
 		    /* 2 MB (31 of these pages) thrashed on a run's items and ledger rows */
 		    (rc = exec(st, "PRAGMA cache_size = -131072", err)) < 0 ||
 		    (rc = exec(st, "PRAGMA foreign_keys = ON", err)) < 0 ||
-		    (rc = migrate(st, err)) < 0)
+		    (rc = check_foreign(st, err)) < 0 || (rc = migrate(st, err)) < 0)
 			goto out;
 	} else {
 		sqlite3_stmt *q = NULL;
-		int version = 0;
+		int version = -1;
 		if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK &&
 		    sqlite3_step(q) == SQLITE_ROW)
 			version = sqlite3_column_int(q, 0);
 		sqlite3_finalize(q);
+		if (version < 0) {
+			/* unreadable (a read-only folder without the -shm file, a lock, a
+			   file that is not a database): say why, not "not a store" */
+			rc = db_err(st, err, "cannot read the state store");
+			goto out;
+		}
 		if (version < 1 || version > (int)recon_migrations_count) {
 			rc = recon_err_set(err, RECON_EIO, path,
 					   "not a recon state store (schema version %d)", version);

@@ -24,8 +24,9 @@ struct recon_zip {
 	char *path;
 	unsigned char *data; /* the whole archive */
 	size_t size;
-	char *member;		 /* UTF-8 name */
-	const unsigned char *in; /* the member's compressed bytes */
+	char *member;		     /* UTF-8 name */
+	char shown[RECON_QUOTE_BUF]; /* the name for messages: bounded, control bytes escaped */
+	const unsigned char *in;     /* the member's compressed bytes */
 	size_t in_len;
 	unsigned method; /* 0 stored, 8 deflated */
 	uint32_t crc_want, crc;
@@ -146,11 +147,13 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 	const unsigned char *d, *end = NULL, *cd;
 	size_t eocd = 0, cd_off, cd_size, entries, found = 0, pos;
 	uint32_t pick_off = 0, pick_csize = 0, pick_flags = 0;
-	struct recon_buf names;
+	struct recon_buf all, matching;
+	char q[RECON_QUOTE_BUF];
 	int ret;
 
 	*out = NULL;
-	recon_buf_init(&names);
+	recon_buf_init(&all);
+	recon_buf_init(&matching);
 	z->path = recon_xstrdup(path);
 	if ((ret = read_all(z, fd, hash, err)) < 0)
 		goto out;
@@ -199,11 +202,16 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 			goto out;
 		}
 		name = member_name(cd + pos + 46, nlen, (flags & FLAG_UTF8) != 0, name_encoding);
-		if (names.len < 512)
-			recon_buf_addf(&names, "%s'%s'", names.len ? ", " : "", name);
+		recon_err_quote(q, name, strlen(name), 0);
+		if (all.len < 512)
+			recon_buf_addf(&all, "%s'%s'", all.len ? ", " : "", q);
 		if (name_matches(name, want, exclude)) {
+			/* several matches: the message lists those, not the first members */
+			if (matching.len < 512)
+				recon_buf_addf(&matching, "%s'%s'", matching.len ? ", " : "", q);
 			if (found++) {
 				free(name);
+				pos += 46 + (size_t)nlen + xlen + clen;
 				continue;
 			}
 			free(z->member);
@@ -229,22 +237,44 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 			recon_buf_adds(&m, "is a file");
 		if (exclude)
 			recon_buf_addf(&m, " without '%s'", exclude);
-		recon_buf_addf(&m, " (members: %s)", names.len ? names.s : "none");
+		if (found)
+			recon_buf_addf(&m, " (matching: %s)", matching.s);
+		else
+			recon_buf_addf(&m, " (members: %s)", all.len ? all.s : "none");
 		ret = recon_err_set(err, RECON_EINPUT, path, "%s", m.s);
 		recon_buf_release(&m);
 		goto out;
 	}
+	recon_err_quote(z->shown, z->member, strlen(z->member), 0);
+	/*
+	 * A member that would inflate beyond RECON_ZIP_MAX_INFLATED, or more than
+	 * RECON_ZIP_MAX_RATIO times its compressed size (past a small floor), is
+	 * refused before a byte is inflated: a zip bomb (4 GiB of newlines from a
+	 * few MiB) would otherwise keep a run busy with the job's lock held.
+	 * Inflating never goes beyond the stated size (checked as it reads).
+	 */
+	if (z->usize_want > RECON_ZIP_MAX_INFLATED ||
+	    (z->usize_want > RECON_ZIP_RATIO_FLOOR &&
+	     z->usize_want / (pick_csize ? pick_csize : 1) > RECON_ZIP_MAX_RATIO)) {
+		ret =
+		    zerr(err, path,
+			 "member '%s' would inflate to %llu bytes from %lu (at most %llu bytes and "
+			 "%u times the compressed size): refused",
+			 z->shown, (unsigned long long)z->usize_want, (unsigned long)pick_csize,
+			 (unsigned long long)RECON_ZIP_MAX_INFLATED, (unsigned)RECON_ZIP_MAX_RATIO);
+		goto out;
+	}
 	if (pick_flags & FLAG_CRYPT) {
-		ret = zerr(err, path, "member '%s' is encrypted", z->member);
+		ret = zerr(err, path, "member '%s' is encrypted", z->shown);
 		goto out;
 	}
 	if (z->method != 0 && z->method != 8) {
 		ret =
-		    zerr(err, path, "member '%s' uses compression method %u", z->member, z->method);
+		    zerr(err, path, "member '%s' uses compression method %u", z->shown, z->method);
 		goto out;
 	}
 	if (pick_off > z->size || z->size - pick_off < 30 || le32(d + pick_off) != SIG_LOCAL) {
-		ret = zerr(err, path, "bad local header for '%s'", z->member);
+		ret = zerr(err, path, "bad local header for '%s'", z->shown);
 		goto out;
 	}
 	{
@@ -252,7 +282,7 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 		    (size_t)pick_off + 30 + le16(d + pick_off + 26) + le16(d + pick_off + 28);
 		if (data > z->size || z->size - data < pick_csize) {
 			ret = zerr(err, path, "member '%s' is cut short (truncated archive?)",
-				   z->member);
+				   z->shown);
 			goto out;
 		}
 		z->in = d + data;
@@ -272,7 +302,8 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 	*out = z;
 	z = NULL;
 out:
-	recon_buf_release(&names);
+	recon_buf_release(&all);
+	recon_buf_release(&matching);
 	recon_zip_close(z);
 	return ret;
 }
@@ -288,7 +319,7 @@ static long finish(struct recon_zip *z, struct recon_err *err)
 		z->ended = true;
 		if (z->usize != z->usize_want || z->crc != z->crc_want)
 			return zerr(err, z->path, "member '%s' fails its CRC-32/size check",
-				    z->member);
+				    z->shown);
 	}
 	return 0;
 }
@@ -314,7 +345,7 @@ long recon_zip_read(struct recon_zip *z, void *buf, size_t n, struct recon_err *
 			got = n - z->zs.avail_out;
 		} while (zr == Z_OK && !got);
 		if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && got))
-			return zerr(err, z->path, "member '%s': %s", z->member,
+			return zerr(err, z->path, "member '%s': %s", z->shown,
 				    zr == Z_BUF_ERROR ? "compressed data cut short"
 						      : (z->zs.msg ? z->zs.msg : "inflate failed"));
 	}
@@ -323,7 +354,7 @@ long recon_zip_read(struct recon_zip *z, void *buf, size_t n, struct recon_err *
 		z->usize += got;
 		if (z->usize > z->usize_want)
 			return zerr(err, z->path, "member '%s' inflates past its stated size",
-				    z->member);
+				    z->shown);
 		return (long)got;
 	}
 	return finish(z, err);

@@ -109,6 +109,7 @@ struct csv_source {
 	size_t nfields;		      /* expected field count, 0 while unknown */
 	bool header_done;
 	bool seen_record; /* a record (header or data) was read: later comments are footer */
+	uint64_t nrows;	  /* data records returned */
 	bool done;
 
 	/* The current record. */
@@ -801,6 +802,7 @@ static int finish_input(struct csv_source *s, struct recon_err *err)
 {
 	const struct recon_side *side = s->side;
 	char where[160];
+	bool stated = false;
 	int rc;
 
 	while (!s->eof) {
@@ -838,6 +840,23 @@ static int finish_input(struct csv_source *s, struct recon_err *err)
 		free(lines);
 		if (rc < 0)
 			return rc;
+		stated = text != NULL; /* checked: the file says how many rows it has */
+	}
+	/*
+	 * No entries at all: a 0-byte or header-only file is a statement not yet
+	 * (or not fully) published far more often than a day without trades, and
+	 * reconciling it would close the day for good. Only a job that expects
+	 * empty days, or a file whose control totals say 0 rows, gets through.
+	 */
+	if (!s->nrows && !side->allow_empty && !stated) {
+		snprintf(where, sizeof(where), "%s:%llu", s->path,
+			 (unsigned long long)(s->lineno ? s->lineno : 1));
+		return recon_err_set(err, RECON_EINPUT, where,
+				     "%s: no entries (a statement not yet published, or cut "
+				     "short?); set \"allow_empty\": true on the %s side if days "
+				     "without entries are expected",
+				     s->lineno ? "no records" : "empty file",
+				     side->role ? side->role : "csv");
 	}
 	return 0;
 }
@@ -856,6 +875,7 @@ static int csv_next(struct recon_source *src, const struct recon_raw_row **row,
 		return rc < 0 ? rc : finish_input(s, err);
 	}
 	s->seen_record = true;
+	s->nrows++;
 	build_row(s);
 	if (s->totals)
 		totals_add(s);

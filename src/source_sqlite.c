@@ -35,6 +35,23 @@ static int fail(struct sqlite_source *s, struct recon_err *err, int code, const 
 			     s->db ? sqlite3_errmsg(s->db) : "cannot open");
 }
 
+/*
+ * A statement over the table that does not prepare: a column the job names
+ * that the table lacks is the job's fault (RECON_ECONFIG, exit 78, naming it);
+ * anything else (no such table, a locked or damaged file) is unavailability.
+ */
+static int fail_prepare(struct sqlite_source *s, struct recon_err *err)
+{
+	const char *msg = s->db ? sqlite3_errmsg(s->db) : "";
+
+	if (!strncmp(msg, "no such column: ", 16))
+		return recon_err_set(err, RECON_ECONFIG, s->path,
+				     "column '%s' not found in table '%s' (%s side's \"columns\")",
+				     msg + 16, s->side->table,
+				     s->side->role ? s->side->role : "local");
+	return fail(s, err, RECON_EUNAVAIL, "cannot read the table");
+}
+
 static void build_select(struct sqlite_source *s, struct recon_buf *sql)
 {
 	recon_source_sql_select(s->side, '"', sql, s->colidx);
@@ -96,6 +113,13 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 		goto out;
 	}
 	sqlite3_busy_timeout(s->db, 10000);
+	/*
+	 * SQLite reads a double-quoted name that is no column as a string
+	 * constant: a misspelt key column would give every row the same key and
+	 * pass. With that fallback off it is an error naming the column.
+	 */
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
 	if ((rc = recover_hot_journal(s, err)) < 0)
 		goto out;
 	build_select(s, &sql);
@@ -111,7 +135,7 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 	recon_buf_addf(&sql, " WHERE \"%s\" >= ?1 AND \"%s\" < ?2", side->cols[RECON_COL_TIME],
 		       side->cols[RECON_COL_TIME]);
 	if (sqlite3_prepare_v2(s->db, sql.s, -1, &s->scan, NULL) != SQLITE_OK) {
-		rc = fail(s, err, RECON_EUNAVAIL, "cannot read the table");
+		rc = fail_prepare(s, err);
 		goto out;
 	}
 	sqlite3_bind_text(s->scan, 1, lo, -1, SQLITE_TRANSIENT);
@@ -123,7 +147,7 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 		recon_buf_addf(&sql, "%s\"%s\" = ?%u", i ? " AND " : " WHERE ",
 			       side->cols[RECON_COL_KEY0 + i], i + 1);
 	if (sqlite3_prepare_v2(s->db, sql.s, -1, &s->lookup, NULL) != SQLITE_OK) {
-		rc = fail(s, err, RECON_EUNAVAIL, "cannot read the table");
+		rc = fail_prepare(s, err);
 		goto out;
 	}
 	s->cur = s->scan;

@@ -1,7 +1,9 @@
 /*
  * Retries of transient writer failures: exponential backoff from 100 ms,
  * doubling to a 5 s cap, with jitter in [d/2, d], at most 5 attempts; other
- * errors are not retried.
+ * errors are not retried. The replay guard: a missing order is replayed only
+ * when its upstream side is one currency, without overflow, positive, and not
+ * refunded beyond its payment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "recon_action.h"
+#include "recon_normalize.h"
 
 struct fake {
 	int transient_left; /* RECON_ERETRY this many times first */
@@ -133,6 +136,52 @@ static void test_action_names(void **state)
 	assert_string_equal(recon_action_outcome_name(RECON_OUT_WOULD), "would");
 }
 
+/* A missing order: `amount` paid, `refunded` refunded, in CNY. */
+static struct recon_diff missing(int64_t amount, int64_t refunded)
+{
+	struct recon_diff d;
+
+	memset(&d, 0, sizeof(d));
+	d.key = "ORD-1";
+	d.key_len = 5;
+	d.klass = RECON_CLASS_MISSING;
+	d.up.present = true;
+	d.up.status = refunded >= amount && amount > 0 ? RECON_ST_REFUNDED : RECON_ST_SUCCESS;
+	memcpy(d.up.currency, "CNY", 4);
+	d.up.amount = amount;
+	d.up.refunded = refunded;
+	d.up.rows = 1;
+	return d;
+}
+
+static void test_action_replay_refusal(void **state)
+{
+	struct recon_diff d;
+
+	(void)state;
+	d = missing(5000, 0);
+	assert_null(recon_action_replay_refusal(&d));
+	d = missing(5000, 5000); /* fully refunded: replayed as refunded */
+	assert_null(recon_action_replay_refusal(&d));
+	d = missing(5000, 1000);
+	assert_null(recon_action_replay_refusal(&d));
+	/* 50.00 CNY + 10.00 USD, or a sum beyond int64 */
+	d = missing(6000, 0);
+	d.up.conflict = true;
+	assert_non_null(strstr(recon_action_replay_refusal(&d), "mixed currencies"));
+	d = missing(0, 0);
+	assert_non_null(strstr(recon_action_replay_refusal(&d), "zero or less"));
+	d = missing(-5000, 0);
+	assert_non_null(strstr(recon_action_replay_refusal(&d), "zero or less"));
+	d = missing(INT64_MIN, 0);
+	assert_non_null(strstr(recon_action_replay_refusal(&d), "zero or less"));
+	d = missing(3000, 4000);
+	assert_non_null(strstr(recon_action_replay_refusal(&d), "more than was paid"));
+	d = missing(3000, -100);
+	assert_non_null(strstr(recon_action_replay_refusal(&d), "less than zero"));
+	assert_string_equal(recon_action_outcome_name(RECON_OUT_REFUSED), "refused");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +190,7 @@ int main(void)
 	    cmocka_unit_test(test_action_retry_other_errors_not_retried),
 	    cmocka_unit_test(test_action_retry_delay_capped),
 	    cmocka_unit_test(test_action_names),
+	    cmocka_unit_test(test_action_replay_refusal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

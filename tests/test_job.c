@@ -854,10 +854,39 @@ static void test_job_sources(void **state)
 	     "'$DSN' is not a valid environment variable name"},
 	    {"\"kind\": \"sqlite\", \"path\": \"flow.db\",",
 	     "\"kind\": \"postgres\", \"dsn_env\": \"postgresql://u:p@h/db\",", "local.dsn_env",
-	     "\"dsn_env\"", "is not a valid environment variable name"},
+	     "\"dsn_env\"", "looks like a connection string itself"},
 	};
 
 	check_bad_edits(*state, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/*
+ * Issue 12 #11: a whole DSN pasted where the variable's name belongs is
+ * refused without echoing it: the password appears in no part of the error.
+ */
+static void test_job_dsn_in_dsn_env_not_echoed(void **state)
+{
+	static const char *const pasted[] = {
+	    "\"kind\": \"postgres\", \"dsn_env\": \"postgresql://u:s3cr3t@db.example/pay\",",
+	    "\"kind\": \"mysql\", \"dsn_env\": \"mysql://u:s3cr3t@db.example/pay\",",
+	    "\"kind\": \"postgres\", \"dsn_env\": \"host=db password=s3cr3t\",",
+	    "\"kind\": \"mysql\", \"dsn_env\": \"u:s3cr3t@tcp(db:3306)/pay\",",
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	for (size_t i = 0; i < sizeof(pasted) / sizeof(pasted[0]); i++) {
+		recon_err_init(&err);
+		assert_int_equal(load_edit(fx, "\"kind\": \"sqlite\", \"path\": \"flow.db\",",
+					   pasted[i], &job, &err),
+				 RECON_ECONFIG);
+		assert_null(job);
+		if (strstr(err.msg, "s3cr3t") || strstr(err.where, "s3cr3t"))
+			fail_msg("the password is echoed: %s: %s", err.where, err.msg);
+		assert_non_null(strstr(err.msg, "looks like a connection string itself"));
+		assert_non_null(strstr(err.where, "dsn_env"));
+	}
 }
 
 static void test_job_database_sources_load(void **state)
@@ -1495,6 +1524,7 @@ int main(void)
 	    T(test_job_columns_not_an_object),
 	    T(test_job_sources),
 	    T(test_job_database_sources_load),
+	    T(test_job_dsn_in_dsn_env_not_echoed),
 	    T(test_job_sql_identifiers),
 	    T(test_job_values),
 	    T(test_job_status_maps),

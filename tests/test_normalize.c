@@ -217,7 +217,7 @@ static void test_normalize_empty_key(void **state)
 	}
 }
 
-/* Control characters inside a key are refused, shown escaped. */
+/* Control characters inside a key are refused, named by code point, shown escaped. */
 static void test_normalize_key_control_char(void **state)
 {
 	struct fixture *fx = *state;
@@ -226,13 +226,67 @@ static void test_normalize_key_control_char(void **state)
 	set(fx, RECON_COL_KEY0,
 	    "A\x01"
 	    "B");
-	norm_reject(fx, &fx->job->upstream, "key", "control character in key 'A\\x01B'", 0);
+	norm_reject(fx, &fx->job->upstream, "key",
+		    "control character U+0001 at offset 1 in key 'A\\x01B'", 0);
 	set(fx, RECON_COL_KEY0, "A\nB");
-	norm_reject(fx, &fx->job->upstream, "key", "control character in key", 1);
+	norm_reject(fx, &fx->job->upstream, "key", "control character U+000A", 1);
 	set(fx, RECON_COL_KEY0, "A\x7f");
-	norm_reject(fx, &fx->job->upstream, "key", "control character in key 'A\\x7f'", 0);
+	norm_reject(fx, &fx->job->upstream, "key",
+		    "control character U+007F at offset 1 in key 'A\\x7f'", 0);
 	set(fx, RECON_COL_KEY0, "A" SEP "B"); /* the composite separator itself */
-	norm_reject(fx, &fx->job->upstream, "key", "control character in key", 1);
+	norm_reject(fx, &fx->job->upstream, "key", "control character U+001F", 1);
+	set(fx, RECON_COL_KEY0, "A\xc2\x85"); /* C1: NEL */
+	norm_reject(fx, &fx->job->upstream, "key", "control character U+0085 at offset 1", 1);
+}
+
+/*
+ * Issue 12 #5: invisible characters make look-alike keys (a BOM or a
+ * zero-width space inside ORD-1001 is another order, which a replay would
+ * insert next to the real one): refused, named by code point. So are bytes
+ * that are not UTF-8, noncharacters and U+FFFD. Visible non-ASCII text stays.
+ */
+static void test_normalize_key_invisible_or_invalid(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *key, *msg;
+	} bad[] = {
+	    {"ORD-\xef\xbb\xbf"
+	     "1001",
+	     "invisible format character U+FEFF at offset 4 in key "
+	     "'ORD-\\xef\\xbb\\xbf1001'"},
+	    {"ORD-1\xe2\x80\x8b"
+	     "001",
+	     "invisible format character U+200B at offset 5"},
+	    {"ORD\xe2\x80\x8d-1001", "invisible format character U+200D"},
+	    {"ORD-1001\xe2\x81\xa0", "invisible format character U+2060"},
+	    {"\xe2\x80\xaeORD-1001", "invisible format character U+202E at offset 0"},
+	    {"ORD\xc2\xad-1001", "invisible format character U+00AD"},
+	    {"ORD-1001\xef\xb8\x8f", "invisible format character U+FE0F"},
+	    {"ORD-\xf3\xa0\x80\x81"
+	     "1",
+	     "invisible format character U+E0001"},
+	    {"ORD-\xe2\x80\xa8"
+	     "1",
+	     "invisible format character U+2028"},
+	    {"ORD-\xef\xbf\xbd", "replacement character (undecodable input) U+FFFD"},
+	    {"ORD-\xef\xbf\xbe", "noncharacter U+FFFE"},
+	    {"ORD-\xb6\xa9", "invalid UTF-8 (byte 0xB6 at offset 4) in key 'ORD-\\xb6\\xa9'"},
+	    {"ORD-\xc0\xaf", "invalid UTF-8 (byte 0xC0 at offset 4)"},	       /* overlong '/' */
+	    {"ORD-\xed\xa0\x80", "invalid UTF-8 (byte 0xED at offset 4)"},     /* a surrogate */
+	    {"ORD-\xe5\xbe", "invalid UTF-8 (byte 0xE5 at offset 4)"},	       /* cut short */
+	    {"ORD-\xf4\x90\x80\x80", "invalid UTF-8 (byte 0xF4 at offset 4)"}, /* > U+10FFFF */
+	};
+
+	up_payment(fx);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		set(fx, RECON_COL_KEY0, bad[i].key);
+		norm_reject(fx, &fx->job->upstream, "key", bad[i].msg, 1);
+	}
+	/* visible non-ASCII keys and an inner ASCII space are fine */
+	set(fx, RECON_COL_KEY0, "\xe8\xae\xa2\xe5\x8d\x95-1001 A\xf0\x9f\x98\x80");
+	assert_int_equal(norm(fx, &fx->job->upstream), RECON_NORM_ROW);
+	assert_key(&fx->row, "\xe8\xae\xa2\xe5\x8d\x95-1001 A\xf0\x9f\x98\x80");
 }
 
 /* Keys up to 1024 bytes are kept; longer ones are refused. */
@@ -607,6 +661,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_normalize_key_trimmed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_normalize_composite_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_normalize_empty_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_normalize_key_invisible_or_invalid, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_normalize_key_control_char, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_normalize_key_length_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_normalize_amount_decimal, setup, teardown),

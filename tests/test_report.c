@@ -18,6 +18,7 @@
 #include <cmocka.h> /* after the four above, which it needs */
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -632,6 +633,56 @@ static void test_report_json_invalid_utf8_one_side(void **state)
 	free(want);
 }
 
+/* What fn writes for s, in buf. */
+static const char *written(void (*fn)(FILE *, const char *), const char *s, char *buf, size_t size)
+{
+	FILE *f;
+
+	memset(buf, 0, size);
+	f = fmemopen(buf, size, "w");
+	assert_non_null(f);
+	fn(f, s);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * Issue 12 #12: keys like =cmd|' /C calc'!A0 must not run as a formula when
+ * the CSV output is opened in a spreadsheet; names from input printed to a
+ * terminal carry no control sequence.
+ */
+static void test_report_csv_formula_neutralised(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} csv[] = {
+	    {"ORD-1", "ORD-1"},
+	    {"a,b", "\"a,b\""},
+	    {"=cmd|' /C calc'!A0", "\"'=cmd|' /C calc'!A0\""},
+	    {"+1+1", "\"'+1+1\""},
+	    {"-2+3", "\"'-2+3\""},
+	    {"@SUM(A1)", "\"'@SUM(A1)\""},
+	    {"\t=1", "\"'\t=1\""},
+	    {"=\"x\"", "\"'=\"\"x\"\"\""},
+	    {"", ""},
+	    {"ORD=1", "ORD=1"},
+	};
+	char buf[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(csv) / sizeof(csv[0]); i++)
+		assert_string_equal(written(recon_report_csv_field, csv[i].in, buf, sizeof(buf)),
+				    csv[i].out);
+	assert_string_equal(
+	    written(recon_report_text_field, "ORD-1 \xe8\xae\xa2", buf, sizeof(buf)),
+	    "ORD-1 \xe8\xae\xa2");
+	assert_string_equal(
+	    written(recon_report_text_field, "a\x1b[2Jb\nrecon: run succeeded", buf, sizeof(buf)),
+	    "a\\x1b[2Jb\\x0arecon: run succeeded");
+	assert_string_equal(written(recon_report_text_field, "x\xc2\x9by\\", buf, sizeof(buf)),
+			    "x\\xc2\\x9by\\\\");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +692,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_report_json_invalid_utf8_name, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_report_json_invalid_utf8_one_side, setup,
 					    teardown),
+	    cmocka_unit_test(test_report_csv_formula_neutralised),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -442,6 +442,95 @@ static void test_state_open_bad_folder(void **state)
 	assert_non_null(strstr(fx->err.msg, "cannot create"));
 }
 
+/* Writes len bytes of data to path (creating its folders a/b first). */
+static void put_file(struct fixture *fx, const char *data, size_t len)
+{
+	char dir[300];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/a", fx->dir);
+	mkdir(dir, 0750);
+	snprintf(dir, sizeof(dir), "%s/a/b", fx->dir);
+	mkdir(dir, 0750);
+	f = fopen(fx->path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+/*
+ * Issue 12 #7: the store never starts over silently. A 0-byte file, a file
+ * that is not SQLite, and another program's SQLite database are refused for
+ * writing, naming the file, which is left as it was.
+ */
+static void test_state_open_refuses_to_start_over(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_state *st = NULL;
+	struct stat sb;
+	sqlite3 *db = NULL;
+
+	put_file(fx, "", 0);
+	assert_int_equal(recon_state_open(&st, fx->path, true, &fx->err), RECON_EIO);
+	assert_null(st);
+	assert_non_null(strstr(fx->err.msg, fx->path));
+	assert_non_null(strstr(fx->err.msg, "empty file (0 bytes)"));
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+
+	put_file(fx, "job,key\nx,y\n", 12);
+	recon_err_init(&fx->err);
+	assert_int_equal(recon_state_open(&st, fx->path, true, &fx->err), RECON_EIO);
+	assert_non_null(strstr(fx->err.msg, fx->path));
+	assert_non_null(strstr(fx->err.msg, "not a recon state store (not a SQLite database)"));
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_int_equal(sb.st_size, 12);
+
+	unlink(fx->path);
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE orders (x)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	recon_err_init(&fx->err);
+	assert_int_equal(recon_state_open(&st, fx->path, true, &fx->err), RECON_EIO);
+	assert_non_null(strstr(fx->err.where, fx->path));
+	assert_non_null(strstr(fx->err.msg, "not a recon state store"));
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "SELECT * FROM runs", NULL, NULL, NULL), SQLITE_ERROR);
+	sqlite3_close(db);
+}
+
+/* A new store is 0640 (its WAL files too) in folders of 0750, whatever the umask. */
+static void test_state_new_store_modes(void **state)
+{
+	struct fixture *fx = *state;
+	char path[320];
+	struct stat sb;
+	mode_t old = umask(0);
+	DIR *d;
+	struct dirent *e;
+
+	open_rw(fx);
+	umask(old);
+	begin_run(fx, D16, D17, false, D17);
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0640);
+	snprintf(path, sizeof(path), "%s-wal", fx->path);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0640);
+	snprintf(path, sizeof(path), "%s/a", fx->dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0750);
+	snprintf(path, sizeof(path), "%s/a/b", fx->dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0750);
+	/* no temporary file left beside it */
+	d = opendir(path);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		assert_null(strstr(e->d_name, ".new-"));
+	closedir(d);
+}
+
 /* run_begin records a running run; run_finish its outcome and counts. */
 static void test_state_run_round_trip(void **state)
 {
@@ -874,6 +963,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_readonly_not_a_store, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_newer_schema_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_open_bad_folder, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_open_refuses_to_start_over, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_new_store_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_run_round_trip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_rejects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_ledger_first_last_seen, setup, teardown),

@@ -13,8 +13,10 @@
  * connection KILLed from another session (RECON_ERETRY, then a new
  * connection) in and out of a transaction, time parameters into DATETIME(3),
  * TIMESTAMP(3), DATETIME, DATE and VARCHAR columns read back as the same
- * instant, and a wrong password or a server that is down (RECON_EUNAVAIL, no
- * password in any message).
+ * instant, a replay whose row clashes on another unique index than the
+ * business key (a failure naming the index, not "already there"), and a wrong
+ * password or a server that is down (RECON_EUNAVAIL, no password in any
+ * message).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,6 +43,7 @@
 #include "recon_err.h"
 #include "recon_job.h"
 #include "recon_mem.h"
+#include "recon_normalize.h"
 #include "recon_time.h"
 #include "support_jobs.h"
 
@@ -783,6 +786,82 @@ static void dsn_with_password(const char *dsn, const char *pw, char *out, size_t
 	snprintf(out, size, "%.*s%s%s", (int)(colon + 1 - dsn), dsn, pw, at);
 }
 
+/* A missing order of key `key`: 50.00 CNY paid, upstream success, at 2024-01-16 10:00 UTC. */
+static void replay_diff(struct recon_diff *d, const char *key)
+{
+	memset(d, 0, sizeof(*d));
+	d->key = key;
+	d->key_len = (uint32_t)strlen(key);
+	d->klass = RECON_CLASS_MISSING;
+	d->up.present = true;
+	d->up.status = RECON_ST_SUCCESS;
+	memcpy(d->up.currency, "CNY", 4);
+	d->up.amount = 5000;
+	d->up.time = 1705399200000;
+	d->up.rows = 1;
+}
+
+/*
+ * Issue 12 #1: ON DUPLICATE KEY UPDATE also gives way to a clash on another
+ * unique index (provider_txn's default '' already taken). That is not
+ * "already there": the action fails naming the index, nothing is inserted,
+ * no idempotency record claims the order exists. A real duplicate of the
+ * business key still is "already there" (affected 0).
+ */
+static void test_writer_mysql_replay_other_unique_index(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip();
+	struct recon_job *job = job_new("t_wmy_replay", "created_at", NULL);
+	struct recon_writer *w;
+	struct recon_diff d;
+	struct recon_err err;
+	int64_t n = -1;
+
+	setenv(WRITER_VAR, dsn, 1);
+	job->actions.replay_status[RECON_ST_SUCCESS] = recon_xstrdup("PAID");
+	sql(fx, "DROP TABLE IF EXISTS t_wmy_replay");
+	sql(fx, "CREATE TABLE t_wmy_replay (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+		"out_trade_no VARCHAR(64) NOT NULL, amount_cents BIGINT NOT NULL, "
+		"currency CHAR(3) NOT NULL, status VARCHAR(16) NOT NULL, created_at DATETIME(3) "
+		"NOT NULL, provider_txn VARCHAR(64) NOT NULL DEFAULT '', "
+		"UNIQUE KEY uk_replay_key (out_trade_no), UNIQUE KEY uk_provider_txn "
+		"(provider_txn)) ENGINE=InnoDB");
+	sql(fx, "CREATE TABLE IF NOT EXISTS idempotency_record (id BIGINT NOT NULL "
+		"AUTO_INCREMENT PRIMARY KEY, idem_key VARCHAR(128) NOT NULL, biz_type VARCHAR(32) "
+		"NOT NULL, status VARCHAR(16) NOT NULL, result TEXT NULL, UNIQUE KEY "
+		"uk_idem (idem_key)) ENGINE=InnoDB");
+	sql(fx, "DELETE FROM idempotency_record WHERE idem_key LIKE 'recon:test_job:replay:R12-%'");
+	w = wopen(job);
+	/* the first replay takes provider_txn '' */
+	replay_diff(&d, "R12-1");
+	recon_err_init(&err);
+	if (recon_action_replay(w, job, &d, &n, &err) < 0)
+		fail_msg("replay: %s: %s", err.where, err.msg);
+	assert_int_equal(n, 1);
+	/* the same order again: already there */
+	recon_err_init(&err);
+	assert_int_equal(recon_action_replay(w, job, &d, &n, &err), 0);
+	assert_int_equal(n, 0);
+	/* another order clashes on uk_provider_txn: a failure naming the index */
+	replay_diff(&d, "R12-2");
+	recon_err_init(&err);
+	assert_int_equal(recon_action_replay(w, job, &d, &n, &err), RECON_EINPUT);
+	assert_non_null(strstr(err.msg, "unique index 'uk_provider_txn'"));
+	assert_non_null(strstr(err.msg, "'R12-2'"));
+	assert_no_secret(&err, fx->password);
+	assert_int_equal(sql_long(fx, "SELECT count(*) FROM t_wmy_replay"), 1);
+	assert_int_equal(sql_long(fx, "SELECT count(*) FROM idempotency_record WHERE idem_key = "
+				      "'recon:test_job:replay:R12-2'"),
+			 0);
+	/* the writer is usable afterwards (the transaction was rolled back) */
+	wexec_ok(w, "SELECT 1 FROM DUAL", NULL, 0, &n);
+	w->ops->close(w);
+	sql(fx, "DROP TABLE t_wmy_replay");
+	sql(fx, "DELETE FROM idempotency_record WHERE idem_key LIKE 'recon:test_job:replay:R12-%'");
+	recon_job_free(job);
+}
+
 static void test_writer_mysql_unavailable_without_password(void **state)
 {
 	struct fx *fx = *state;
@@ -840,6 +919,7 @@ int main(void)
 	    cmocka_unit_test(test_writer_mysql_deadlock_retry),
 	    cmocka_unit_test(test_writer_mysql_killed_connection_reconnects),
 	    cmocka_unit_test(test_writer_mysql_time_param_roundtrip),
+	    cmocka_unit_test(test_writer_mysql_replay_other_unique_index),
 	    cmocka_unit_test(test_writer_mysql_unavailable_without_password),
 	};
 

@@ -5,7 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 setup_example
 E=$WORK/ex
-# a statement for each day after the example's (header only: no entries)
+# a statement for each day after the example's (header only: no entries, which
+# this job expects)
+sed -i 's/"kind": "csv",/"kind": "csv", "allow_empty": true,/' "$JOB"
 for d in 17 18 19 20; do head -n 1 "$E/statements/2024-01-16.csv" > "$E/statements/2024-01-$d.csv"; done
 wm() { sql "SELECT reconciled_until_ms FROM watermarks WHERE mode = '$1'"; }
 ms() { date -u -d "$1" +%s000; }
