@@ -303,8 +303,9 @@ int recon_state_open(struct recon_state **out, const char *path, bool writable,
 		     * next run redoes the idempotent rest.
 		     */
 		    (rc = exec(st, "PRAGMA synchronous = NORMAL", err)) < 0 ||
-		    /* 2 MB (31 of these pages) thrashed on a run's items and ledger rows */
-		    (rc = exec(st, "PRAGMA cache_size = -131072", err)) < 0 ||
+		    /* 2 MB (31 of these pages) thrashed on a run's items and ledger rows; 32 MB do
+		       not */
+		    (rc = exec(st, "PRAGMA cache_size = -32768", err)) < 0 ||
 		    (rc = exec(st, "PRAGMA foreign_keys = ON", err)) < 0 ||
 		    (rc = check_foreign(st, err)) < 0 || (rc = migrate(st, err)) < 0)
 			goto out;
