@@ -115,7 +115,11 @@ struct recon_carry {
 	int64_t paid, refunded;
 	uint32_t payments, entries;
 	bool revoked, pending, conflict, duplicate;
-	bool plain;	/* order rows in their status: snapshots, the latest window's wins */
+	bool plain; /* order rows in their status: snapshots, the latest window's wins */
+	/* a payment assumed from the local row (assumed_paid): it stands only where the
+	   view holds no real payment */
+	bool assumed;
+	int64_t assumed_paid;
 	int64_t window; /* the latest window (start) the rows come from */
 	char currency[4];
 	int64_t first, last; /* entry times */
@@ -130,11 +134,11 @@ void recon_compare_carry(struct recon_compare *cmp, const char *key, size_t len,
 			 const struct recon_carry *c);
 /*
  * A key with an open item of `klass` (enum recon_class, awaiting and in
- * flight included; `due` its due time or 0): evaluated by this run whatever
- * the window holds. Same timing as recon_compare_carry().
+ * flight included), opened at `opened` (the opening run's clock): evaluated
+ * by this run whatever the window holds. Same timing as recon_compare_carry().
  */
 void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, int klass,
-			int64_t due);
+			int64_t opened);
 
 void recon_compare_free(struct recon_compare *cmp);
 
@@ -223,6 +227,9 @@ struct recon_contrib {
 	int klass;	      /* the key's class now (enum recon_class) */
 	bool partial;	      /* cumulative view: partially refunded (kept for ledger.retention) */
 	bool carried;	      /* the ledger holds other windows' rows of the key */
+	/* 0: this window's entries; else an assumed payment of an earlier day (kept if
+	   that day has a row already) */
+	int64_t window_start, window_end;
 };
 /*
  * After classify: calls fn for each evaluated key whose entries in this

@@ -135,8 +135,8 @@ const char *recon_state_severity(int klass);
 struct recon_ledger_sink {
 	/* a key's contributions summed (c->mine: this window contributed before) */
 	void (*carry)(void *arg, const char *key, size_t len, const struct recon_carry *c);
-	/* an open item of the mode */
-	void (*item)(void *arg, const char *key, size_t len, int klass, int64_t due);
+	/* an open item of the mode, and when it was opened */
+	void (*item)(void *arg, const char *key, size_t len, int klass, int64_t opened);
 	void *arg;
 };
 /*

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "recon_time.h"
+
 static const char *const class_names[] = {
     "missing",	 "extra",   "stuck",	"amount_mismatch", "status_mismatch",
     "duplicate", "matched", "awaiting", "in_flight",
@@ -77,7 +79,7 @@ struct keyent {
 	/* the ledger (recon_compare_carry / recon_compare_item) */
 	bool carried, item, evaluate;
 	int8_t item_class;
-	int64_t item_due;
+	int64_t item_opened;
 	struct recon_carry carry;
 	/* local rows: the first one is kept (key and entry_id NULL), more are duplicates */
 	uint32_t n_local;
@@ -1534,13 +1536,13 @@ void recon_compare_carry(struct recon_compare *cmp, const char *key, size_t len,
 }
 
 void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, int klass,
-			int64_t due)
+			int64_t opened)
 {
 	struct keyent *k = ledger_rec(cmp, key, len);
 
 	k->item = true;
 	k->item_class = (int8_t)klass;
-	k->item_due = due;
+	k->item_opened = opened;
 	k->evaluate = true;
 }
 
@@ -1600,7 +1602,7 @@ static int64_t add_clamped(int64_t a, int64_t b)
 struct upview {
 	int64_t paid, refunded, other;
 	uint32_t n, payments;
-	bool revoked, pending, conflict, dup, plain_amount, carried, looked_up;
+	bool revoked, pending, conflict, dup, plain_amount, plain, carried, looked_up;
 	char cur[4];
 	int64_t first, last;
 	uint64_t line;
@@ -1622,11 +1624,26 @@ static void up_view(const struct recon_compare *cmp, const struct keyent *k, str
 		v->conflict = k->up_currency_conflict;
 		v->dup = k->up_dup;
 		v->plain_amount = k->up_plain_amount;
+		v->plain = k->up_plain;
 		v->looked_up = k->up_looked_up;
 		memcpy(v->cur, k->up_currency, 4);
 		v->first = k->up_first;
 		v->last = k->up_last;
 		v->line = k->up_line;
+	}
+	if (k->carried && c->assumed && !c->entries && !v->payments) {
+		/* only an assumed payment is known besides this window: it stands in */
+		if (!v->n) {
+			memcpy(v->cur, c->currency, 4);
+			v->first = c->first;
+			v->last = c->last;
+		}
+		if (!add_saturating(&v->paid, c->assumed_paid))
+			v->conflict = true;
+		v->n++;
+		v->payments = 1;
+		v->carried = true;
+		return;
 	}
 	if (!carried_entries(k))
 		return;
@@ -1656,10 +1673,18 @@ static void up_view(const struct recon_compare *cmp, const struct keyent *k, str
 		v->conflict = true;
 	v->n += c->entries;
 	v->payments += c->payments;
+	if (!v->payments && c->assumed) {
+		/* an assumed payment stands only where no real one is known */
+		if (!add_saturating(&v->paid, c->assumed_paid))
+			v->conflict = true;
+		v->payments = 1;
+		v->n++;
+	}
 	v->revoked = v->revoked || c->revoked;
 	v->pending = v->pending || c->pending;
 	v->conflict = v->conflict || c->conflict;
 	v->dup = v->dup || c->duplicate;
+	v->plain = v->plain || c->plain;
 	v->carried = true;
 }
 
@@ -1770,9 +1795,9 @@ static enum recon_class classify_key(const struct recon_compare *cmp, const stru
 		 */
 		if (!v->payments && k->local.time < cmp->history_start)
 			return RECON_CLASS_MATCHED;
-		*due = k->item && k->item_class == RECON_CLASS_AWAITING && k->item_due
-			   ? k->item_due
-			   : add_clamped(cmp->now, job->refund_after_ms);
+		*due = add_clamped(k->item && k->item_class == RECON_CLASS_AWAITING ? k->item_opened
+										    : cmp->now,
+				   job->refund_after_ms);
 		return awaiting_or(cmp, due, RECON_CLASS_STATUS_MISMATCH, counts);
 	}
 	if (ust == RECON_ST_PENDING)
@@ -1805,8 +1830,8 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 			continue; /* its class is undecidable anyway: no lookup */
 		k = view(cmp, r, &tmp);
 		if (side == RECON_SIDE_LOCAL)
-			want = !k->n_local && evaluated(cmp, k) &&
-			       (k->n_up || carried_entries(k) || k->item);
+			want =
+			    !k->n_local && evaluated(cmp, k) && (k->n_up || k->carried || k->item);
 		else
 			want = !k->n_up && !carried_entries(k) && k->n_local == 1 &&
 			       local_touched(cmp, k) &&
@@ -2046,6 +2071,39 @@ int recon_compare_key_class(const struct recon_compare *cmp, const char *key, si
 	return r ? r->klass : -1;
 }
 
+/*
+ * A refund or revocation whose payment matched in an earlier reconciled day
+ * (no ledger row: a plain matched payment needs none) was judged against
+ * "paid = the local amount". That assumption is written down as the payment
+ * of the local row's day, so a rerun that drops this window's entries still
+ * knows the order was paid; a rerun of that day replaces it with the truth.
+ */
+static void assumed_payment(const struct recon_compare *cmp, const struct keyent *k,
+			    const struct upview *v, const struct recon_contrib *base,
+			    void (*fn)(void *arg, const struct recon_contrib *c), void *arg)
+{
+	struct recon_contrib c = *base;
+	int64_t start, end;
+
+	/* an open item (an extra, say) means no earlier window matched a payment */
+	if (v->payments || v->plain_amount || v->plain || k->item || k->n_local != 1 ||
+	    k->local.time >= cmp->win.start || k->local.time < cmp->history_start)
+		return;
+	recon_tz_day_bounds(cmp->job->tz, recon_tz_day_of(cmp->job->tz, k->local.time), &start,
+			    &end);
+	if (start >= cmp->win.start)
+		return;
+	memset(&c.c, 0, sizeof(c.c));
+	c.c.paid = k->local.amount;
+	c.c.assumed = true;
+	memcpy(c.c.currency, k->local.currency, 4);
+	c.c.first = c.c.last = k->local.time;
+	c.window_start = start;
+	c.window_end = end;
+	c.carried = true; /* the key has rows in two windows now */
+	fn(arg, &c);
+}
+
 void recon_compare_contributions(const struct recon_compare *cmp,
 				 void (*fn)(void *arg, const struct recon_contrib *c), void *arg)
 {
@@ -2090,5 +2148,6 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		c.c.first = k->up_first;
 		c.c.last = k->up_last;
 		fn(arg, &c);
+		assumed_payment(cmp, k, &v, &c, fn, arg);
 	});
 }

@@ -606,9 +606,9 @@ static void carry_one(void *arg, const char *key, size_t len, const struct recon
 	recon_compare_carry(arg, key, len, c);
 }
 
-static void item_one(void *arg, const char *key, size_t len, int klass, int64_t due)
+static void item_one(void *arg, const char *key, size_t len, int klass, int64_t opened)
 {
-	recon_compare_item(arg, key, len, klass, due);
+	recon_compare_item(arg, key, len, klass, opened);
 }
 
 /* The keys whose entries of this window the ledger keeps (borrowed from the compare). */

@@ -1040,6 +1040,17 @@ static void carry_add(struct recon_carry *c, sqlite3_stmt *q, int64_t window_sta
 		c->mine = true;
 		return;
 	}
+	if (sqlite3_column_int(q, 14)) {
+		/* an assumed payment: kept aside, it stands only where no real one is known */
+		c->assumed = true;
+		c->assumed_paid = sqlite3_column_int64(q, 2);
+		if (!c->entries) {
+			snprintf(c->currency, sizeof(c->currency), "%s", cur ? cur : "");
+			c->first = sqlite3_column_int64(q, 11);
+			c->last = sqlite3_column_int64(q, 12);
+		}
+		return;
+	}
 	/* plain order rows are snapshots: a later window's replaces an earlier one's */
 	if (sqlite3_column_int(q, 13) && c->plain) {
 		bool mine = c->mine;
@@ -1083,7 +1094,7 @@ int recon_state_ledger_load(struct recon_state *st, const char *job, const char 
 	/* the open items first: their keys then take their carried history too */
 	if (sqlite3_prepare_v2(
 		st->db,
-		"SELECT key, class, due_ms FROM items WHERE job = ? AND mode = ? AND "
+		"SELECT key, class, opened_at_ms FROM items WHERE job = ? AND mode = ? AND "
 		"state = 'open'",
 		-1, &q, NULL) != SQLITE_OK) {
 		rc = db_err(st, err, "cannot read the open items");
@@ -1105,8 +1116,8 @@ int recon_state_ledger_load(struct recon_state *st, const char *job, const char 
 	if (sqlite3_prepare_v2(
 		st->db,
 		"SELECT key, window_start_ms, paid, refunded, payments, entries, "
-		"revoked, pending, conflict, duplicate, currency, first_ms, last_ms "
-		"FROM ledger WHERE job = ? AND mode = ? ORDER BY key, window_start_ms",
+		"revoked, pending, conflict, duplicate, currency, first_ms, last_ms, plain, "
+		"assumed FROM ledger WHERE job = ? AND mode = ? ORDER BY key, window_start_ms",
 		-1, &q, NULL) != SQLITE_OK) {
 		q = NULL;
 		rc = db_err(st, err, "cannot read the ledger");
@@ -1148,6 +1159,13 @@ static const char ledger_ins_sql[] =
     "payments, entries, revoked, pending, conflict, duplicate, currency, first_ms, last_ms, "
     "run_id, keep_until_ms, plain) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
     "?13, ?14, ?15, ?16, ?17, ?18, ?19)";
+/* an assumed payment of an earlier day: that day's own rows, if any, stand */
+static const char ledger_assume_sql[] =
+    "INSERT INTO ledger (job, mode, key, window_start_ms, window_end_ms, paid, refunded, "
+    "payments, entries, revoked, pending, conflict, duplicate, currency, first_ms, last_ms, "
+    "run_id, keep_until_ms, plain, assumed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+    "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 1) ON CONFLICT (job, mode, key, "
+    "window_start_ms) DO NOTHING";
 static const char ledger_keep_sql[] =
     "UPDATE ledger SET keep_until_ms = ?4 WHERE job = ?1 AND mode = ?2 AND key = ?3";
 static const char ledger_purge_sql[] =
@@ -1166,13 +1184,14 @@ static int64_t keep_until(const struct recon_record *rec, int klass, bool partia
 int recon_state_ledger_save(struct recon_state *st, const struct recon_record *rec,
 			    const struct recon_contrib *c, size_t n, struct recon_err *err)
 {
-	sqlite3_stmt *del = NULL, *ins = NULL, *keep = NULL, *purge = NULL;
+	sqlite3_stmt *del = NULL, *ins = NULL, *assume = NULL, *keep = NULL, *purge = NULL;
 	int rc = 0;
 
 	if ((rc = exec(st, "BEGIN IMMEDIATE", err)) < 0)
 		return rc;
 	if (!(del = cached(st, ledger_del_sql)) || !(ins = cached(st, ledger_ins_sql)) ||
-	    !(keep = cached(st, ledger_keep_sql)) || !(purge = cached(st, ledger_purge_sql))) {
+	    !(assume = cached(st, ledger_assume_sql)) || !(keep = cached(st, ledger_keep_sql)) ||
+	    !(purge = cached(st, ledger_purge_sql))) {
 		rc = db_err(st, err, "cannot write the ledger");
 		goto out;
 	}
@@ -1187,27 +1206,29 @@ int recon_state_ledger_save(struct recon_state *st, const struct recon_record *r
 	for (size_t i = 0; i < n; i++) {
 		const struct recon_carry *x = &c[i].c;
 		int64_t until = keep_until(rec, c[i].klass, c[i].partial);
-		sqlite3_reset(ins);
-		sqlite3_bind_text(ins, 1, rec->job, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 2, rec->mode, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 3, c[i].key, (int)c[i].key_len, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 4, rec->window_start);
-		sqlite3_bind_int64(ins, 5, rec->window_end);
-		sqlite3_bind_int64(ins, 6, x->paid);
-		sqlite3_bind_int64(ins, 7, x->refunded);
-		sqlite3_bind_int64(ins, 8, x->payments);
-		sqlite3_bind_int64(ins, 9, x->entries);
-		sqlite3_bind_int(ins, 10, x->revoked);
-		sqlite3_bind_int(ins, 11, x->pending);
-		sqlite3_bind_int(ins, 12, x->conflict);
-		sqlite3_bind_int(ins, 13, x->duplicate);
-		sqlite3_bind_text(ins, 14, x->currency, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 15, x->first);
-		sqlite3_bind_int64(ins, 16, x->last);
-		sqlite3_bind_int64(ins, 17, rec->run_id);
-		sqlite3_bind_int64(ins, 18, until);
-		sqlite3_bind_int(ins, 19, x->plain);
-		if (sqlite3_step(ins) != SQLITE_DONE) {
+		/* this window's rows, or an assumed payment of an earlier day */
+		sqlite3_stmt *q = c[i].window_start ? assume : ins;
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, rec->job, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, rec->mode, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 3, c[i].key, (int)c[i].key_len, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 4, c[i].window_start ? c[i].window_start : rec->window_start);
+		sqlite3_bind_int64(q, 5, c[i].window_start ? c[i].window_end : rec->window_end);
+		sqlite3_bind_int64(q, 6, x->paid);
+		sqlite3_bind_int64(q, 7, x->refunded);
+		sqlite3_bind_int64(q, 8, x->payments);
+		sqlite3_bind_int64(q, 9, x->entries);
+		sqlite3_bind_int(q, 10, x->revoked);
+		sqlite3_bind_int(q, 11, x->pending);
+		sqlite3_bind_int(q, 12, x->conflict);
+		sqlite3_bind_int(q, 13, x->duplicate);
+		sqlite3_bind_text(q, 14, x->currency, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 15, x->first);
+		sqlite3_bind_int64(q, 16, x->last);
+		sqlite3_bind_int64(q, 17, rec->run_id);
+		sqlite3_bind_int64(q, 18, until);
+		sqlite3_bind_int(q, 19, x->plain);
+		if (sqlite3_step(q) != SQLITE_DONE) {
 			rc = db_err(st, err, "cannot write the ledger");
 			goto out;
 		}
@@ -1232,6 +1253,10 @@ out:
 	if (ins) {
 		sqlite3_reset(ins);
 		sqlite3_clear_bindings(ins);
+	}
+	if (assume) {
+		sqlite3_reset(assume);
+		sqlite3_clear_bindings(assume);
 	}
 	if (keep) {
 		sqlite3_reset(keep);

@@ -53,6 +53,7 @@ BASE = dt.datetime(2024, 3, 1)          # the first business day (local, Asia/Sh
 SH = dt.timedelta(hours=8)              # Asia/Shanghai: UTC+8, no DST since 1991
 MARGIN = dt.timedelta(minutes=10)       # job "margin" (settle_after defaults to it)
 STUCK_AFTER = dt.timedelta(minutes=15)  # job "stuck_after"
+REFUND_AFTER = dt.timedelta(days=3)     # job "refund_after": a local refund awaited upstream
 JOB_NAME = "model_ledger"
 TICKETED = ("extra", "amount_mismatch", "status_mismatch", "duplicate")
 LOCAL_STATUS = {"PAID": "success", "PENDING": "pending", "REFUNDED": "refunded",
@@ -69,6 +70,7 @@ JOB_JSON = """{
     "kind": "csv",
     "path": "statements/{date}.csv",
     "delimiter": ",",
+    "allow_empty": true,
     "header": true,
     "columns": {
       "key": "out_trade_no",
@@ -431,6 +433,9 @@ class Oracle:
         self.tickets = {}       # (key, class) -> open|resolved
         self.local = {}         # key -> {"amount", "currency", "status", "created"}
         self.cov = {}           # what the history exercised (printed in the summary)
+        # key -> (day, amount): a payment assumed from the local row when a refund or
+        # revocation came with no payment in view (README: "assumed payments")
+        self.assumed = {}
 
     def count(self, what):
         self.cov[what] = self.cov.get(what, 0) + 1
@@ -439,11 +444,18 @@ class Oracle:
         return ({k: v["class"] for k, v in self.items.items()}, dict(self.tickets),
                 {k: dict(v) for k, v in self.local.items()})
 
-    def evaluate(self, k, view, now, horizon, first_start):
+    def evaluate(self, k, view, now, horizon, first_start, day=None):
         """The class of key k: a class name, 'awaiting', 'in_flight', 'matched' or
         'replay' (missing with a committed replay)."""
         ents = [e for d in sorted(view) for e in view[d] if e.key == k]
         loc = self.local.get(k)
+        assumed = self.assumed.get(k)
+        if assumed and assumed[0] != day and not any(e.type == "PAYMENT" for e in ents):
+            # the assumed payment stands in where no real one is known
+            ents = ents + [Entry(dt.datetime.strptime(loc["created"], "%Y-%m-%d %H:%M:%S")
+                                 if loc else day_start(assumed[0]),
+                                 "assumed", k, "PAYMENT", assumed[1],
+                                 currency=loc["currency"] if loc else "CNY")]
         for d in view:
             ids = [e.ident() for e in view[d] if e.key == k]
             if len(ids) != len(set(ids)):
@@ -485,7 +497,7 @@ class Oracle:
                     return "matched"
                 item = self.items.get(k)
                 since = item["since"] if item and item["class"] == "awaiting" else now
-                return "status_mismatch" if since + MARGIN <= horizon else "awaiting"
+                return "status_mismatch" if since + REFUND_AFTER <= horizon else "awaiting"
             return "status_mismatch"
         return "matched"
 
@@ -523,8 +535,11 @@ class Oracle:
             if lo <= created < hi:
                 keys.add(k)
         self.last_eval = {}
+        # a rerun of a day replaces the payments assumed there (after its evaluation)
+        dropped = [k for k, (d, _) in self.assumed.items() if d == day]
         for k in sorted(keys):
-            cls = self.evaluate(k, view, now, horizon, first_start)
+            self.assume(k, day, stmt, view, first_start)
+            cls = self.evaluate(k, view, now, horizon, first_start, day)
             # --triage only: the class had the key been evaluated with this window's
             # entries alone (the shape of the first engine disagreement found: open items
             # evaluated without the other windows' ledger rows)
@@ -549,6 +564,26 @@ class Oracle:
                 self.end_item(k)        # the missing item: resolved by the replay
             else:
                 self.open_item(k, cls, now)
+        for k in dropped:
+            if self.assumed.get(k, (None,))[0] == day:
+                del self.assumed[k]
+
+    def assume(self, k, day, stmt, view, first_start):
+        """A refund or revocation of this window with no payment in view, on an order
+        with no open item whose local row lies in an earlier day of the history: its
+        payment is taken to have matched there (the first such assumption stands)."""
+        if k in self.assumed or k in self.items or not any(e.key == k for e in stmt):
+            return
+        if any(e.type == "PAYMENT" for d in view for e in view[d] if e.key == k):
+            return
+        loc = self.local.get(k)
+        if not loc:
+            return
+        created = dt.datetime.strptime(loc["created"], "%Y-%m-%d %H:%M:%S")
+        e_day = day_of(created)
+        if created < first_start or e_day >= day:
+            return
+        self.assumed[k] = (e_day, loc["amount"])
 
 
 # ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ CREATE TABLE ledger (
 	conflict        INTEGER NOT NULL,            -- 1: mixed currencies or a sum beyond int64
 	duplicate       INTEGER NOT NULL,            -- 1: the same provider entry twice
 	plain           INTEGER NOT NULL,            -- 1: order rows in their status (snapshots: the latest wins)
+	assumed         INTEGER NOT NULL DEFAULT 0,  -- 1: a payment assumed from the local row (see README)
 	currency        TEXT    NOT NULL,
 	first_ms        INTEGER NOT NULL,            -- first entry time (UTC ms)
 	last_ms         INTEGER NOT NULL,            -- last entry time: when upstream got terminal
