@@ -156,6 +156,10 @@ struct recon_actions_cfg {
 	char *repush_event;		      /* outbox event name for stuck orders */
 	char *transition_to;		      /* optional guarded transition of stuck orders */
 	char **transition_from;		      /* NULL-terminated; the words it may move from */
+	int64_t attempts;   /* tries per action on transient failures (1-10, default 5) */
+	int64_t breaker;    /* consecutive actions failed on an unavailable writer before the
+			       action phase stops, the rest left for the rerun (default 3; 0: never) */
+	int64_t timeout_ms; /* writer lock wait / I/O timeout (0: the engine's default) */
 };
 
 struct recon_job {

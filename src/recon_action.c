@@ -173,6 +173,8 @@ struct actx {
 	struct recon_retry_policy retry;
 	struct recon_action_counts *counts;
 	struct recon_err first; /* the first failure */
+	int64_t unavailable;	/* consecutive actions failed on an unavailable writer */
+	struct recon_err last;	/* the latest of those failures */
 };
 
 /* What one attempt of a writer action needs. */
@@ -244,6 +246,13 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 		a->first = serr;
 	if (o == RECON_OUT_FAILED && e && !a->first.code)
 		a->first = *e;
+	/* the circuit breaker counts writer outages in a row; any success resets it */
+	if (o == RECON_OUT_FAILED && e && e->code == RECON_EUNAVAIL) {
+		a->unavailable++;
+		a->last = *e;
+	} else if (o == RECON_OUT_DONE || o == RECON_OUT_ALREADY) {
+		a->unavailable = 0;
+	}
 }
 
 /* A writer action: skipped without a writer, "would" on a dry run, else retried. */
@@ -391,7 +400,27 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 	a.dry_run = dry_run || !job->actions.enabled;
 	a.counts = counts;
 	recon_retry_policy_init(&a.retry, (uint64_t)now ^ ((uint64_t)run_id << 32));
+	a.retry.max_attempts = (int)job->actions.attempts;
 	for (size_t i = 0; i < n; i++) {
+		/*
+		 * The circuit breaker: after `breaker` actions in a row failed on an
+		 * unavailable writer (each after its retries), the rest would only
+		 * fail the same way, seconds each. Stop; the run fails with exit 69,
+		 * moves no watermark, and the next run acts on them all again
+		 * (idempotently).
+		 */
+		if (job->actions.breaker > 0 && a.unavailable >= job->actions.breaker) {
+			char buf[512];
+			recon_err_init(&a.first);
+			recon_err_set(
+			    &a.first, RECON_EUNAVAIL, NULL,
+			    "actions stopped after %lld in a row failed on an unavailable "
+			    "writer; %zu of %zu differences left for the next run (last: "
+			    "%s)",
+			    (long long)a.unavailable, n - i, n,
+			    recon_err_str(&a.last, buf, sizeof(buf)));
+			break;
+		}
 		/*
 		 * The state store's tickets and action records are committed in
 		 * batches: a crash loses at most a batch of them, and the next run

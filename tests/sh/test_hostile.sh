@@ -8,7 +8,8 @@
 #   an empty statement is bad input unless expected or its trailer says 0 rows;
 #   a 0-byte state store is an error naming it, never silently re-created;
 #   the state store, its folder and the heartbeat are not world-readable;
-#   a misspelt SQLite column is exit 78 naming it, not a string constant.
+#   a misspelt SQLite column is exit 78 naming it, not a string constant;
+#   a circuit breaker stops the action phase when the writer stays unavailable.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -114,5 +115,26 @@ setup_example
 sed -i 's/"key": "out_trade_no", "amount_minor"/"key": "out_trade_nr", "amount_minor"/' "$JOB"
 expect_exit 78 "a misspelt key column of the SQLite flow" "$RECON" run --job "$JOB" --date $DAY --dry-run
 check "it names the column and the table" grep -q "column 'out_trade_nr' not found in table 'payment_flow'" "$WORK/err"
+
+# ---- circuit breaker: the writer unavailable (finding 10) -------------------
+setup_example
+sed -i 's/"max_rejects": 0,/"max_rejects": 0, "actions": {"timeout": "50ms", "attempts": 2, "breaker": 2},/' "$JOB"
+# another writer holds the flow's write lock (readers still read)
+mkfifo "$WORK/hold"
+sqlite3 "$WORK/ex/flow.db" < "$WORK/hold" > /dev/null 2>&1 &
+holder=$!
+exec 9> "$WORK/hold"
+echo "BEGIN IMMEDIATE; INSERT INTO payment_flow (out_trade_no, amount_cents, currency, status, created_at) VALUES ('LOCK', 1, 'CNY', 'PAID', '2024-01-01 00:00:00');" >&9
+sleep 0.3
+start=$(date +%s)
+expect_exit 69 "the writer stays locked: the action phase stops" timeout 60 "$RECON" run --job "$JOB" --date $DAY
+took=$(($(date +%s) - start))
+exec 9>&-
+wait "$holder" 2> /dev/null || true
+check "it says how many differences are left" grep -q "actions stopped after 2 in a row failed on an unavailable writer; 4 of 6 differences left for the next run" "$WORK/err"
+check "within seconds ($took s), not per difference" test "$took" -lt 10
+check "the watermark does not move" test "$(sql "SELECT count(*) FROM watermarks WHERE reconciled_until_ms > 1705334400000")" = 0
+expect_exit 0 "the writer back: the rerun acts on everything" "$RECON" run --job "$JOB" --date $DAY
+check "the missing order is replayed once" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no = 'ORD-1002'")" = 1
 
 finish
