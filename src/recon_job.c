@@ -969,6 +969,7 @@ static const char *const side_keys[] = {"kind",
 					"delimiter_guard",
 					"reject_empty",
 					"allow_empty",
+					"idle_timeout",
 					"zip_entry",
 					"zip_exclude",
 					"totals",
@@ -1101,6 +1102,7 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	}
 	if ((rc = get_csv_layout(L, obj, s)) < 0 || (rc = get_side_common(L, obj, s, sql)) < 0 ||
 	    (rc = get_bool(L, obj, "allow_empty", &s->allow_empty)) < 0 ||
+	    (rc = get_duration(L, obj, "idle_timeout", &s->idle_timeout_ms)) < 0 ||
 	    (rc = get_str(L, obj, "path", &s->path)) < 0 ||
 	    (rc = get_str(L, obj, "table", &s->table)) < 0 ||
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
@@ -1121,6 +1123,7 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 						       "zip_exclude",
 						       "totals",
 						       "allow_empty",
+						       "idle_timeout",
 						       NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {

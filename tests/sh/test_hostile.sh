@@ -9,7 +9,8 @@
 #   a 0-byte state store is an error naming it, never silently re-created;
 #   the state store, its folder and the heartbeat are not world-readable;
 #   a misspelt SQLite column is exit 78 naming it, not a string constant;
-#   a circuit breaker stops the action phase when the writer stays unavailable.
+#   a circuit breaker stops the action phase when the writer stays unavailable;
+#   a FIFO statement nobody writes to times out, a device is no statement.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -136,5 +137,23 @@ check "within seconds ($took s), not per difference" test "$took" -lt 10
 check "the watermark does not move" test "$(sql "SELECT count(*) FROM watermarks WHERE reconciled_until_ms > 1705334400000")" = 0
 expect_exit 0 "the writer back: the rerun acts on everything" "$RECON" run --job "$JOB" --date $DAY
 check "the missing order is replayed once" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no = 'ORD-1002'")" = 1
+
+# ---- statements that would keep a run busy forever (finding 10) ------------
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+rm "$STMT"
+mkfifo "$STMT"
+sed -i 's/"kind": "csv",/"kind": "csv", "idle_timeout": "1s",/' "$JOB"
+start=$(date +%s)
+expect_exit 69 "a FIFO statement without a writer times out" timeout 60 "$RECON" run --job "$JOB" --date $DAY
+check "within the idle timeout ($(($(date +%s) - start)) s)" test $(($(date +%s) - start)) -lt 10
+check "it says so" grep -q "no data from '.*$DAY.csv' for 1000 ms (idle_timeout)" "$WORK/err"
+( sleep 0.3; cat "$SRC/examples/basic/statements/$DAY.csv" > "$STMT" ) &
+expect_exit 0 "a FIFO with a writer is read" timeout 60 "$RECON" run --job "$JOB" --date $DAY --dry-run
+wait
+rm "$STMT"
+ln -s /dev/zero "$STMT"
+expect_exit 65 "/dev/zero is no statement" timeout 60 "$RECON" run --job "$JOB" --date $DAY
+check "it says what it is" grep -q "is a character device, not a statement file" "$WORK/err"
 
 finish
