@@ -36,13 +36,6 @@
 #include <time.h>
 
 #ifdef RECON_HAVE_MYSQL
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <mysql.h>
 
 #include "recon_action.h"
@@ -53,6 +46,7 @@
 #include "recon_normalize.h"
 #include "recon_time.h"
 #include "support_jobs.h"
+#include "support_proxy.h"
 
 #define DSN_VAR	   "RECON_TEST_MYSQL_DSN"
 #define WRITER_VAR "RECON_TEST_MYSQL_WRITER_DSN" /* the variable the jobs name */
@@ -869,88 +863,6 @@ static void test_writer_mysql_replay_other_unique_index(void **state)
 	recon_job_free(job);
 }
 
-/* A TCP proxy to the test server that stops forwarding on request: a frozen server. */
-struct proxy {
-	int lfd;
-	unsigned port;
-	char host[64];
-	unsigned up_port;
-	volatile int frozen;
-	volatile int stop;
-	pthread_t th;
-};
-
-static void *proxy_main(void *arg)
-{
-	struct proxy *p = arg;
-	struct sockaddr_in a;
-	int c = accept(p->lfd, NULL, NULL), u = socket(AF_INET, SOCK_STREAM, 0);
-	char buf[4096];
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)p->up_port);
-	inet_pton(AF_INET, p->host, &a.sin_addr);
-	if (c < 0 || u < 0 || connect(u, (struct sockaddr *)&a, sizeof(a)) < 0)
-		goto out;
-	while (!p->stop) {
-		struct pollfd fds[2] = {{c, POLLIN, 0}, {u, POLLIN, 0}};
-		if (p->frozen) { /* like SIGSTOP: the connection stays, nothing answers */
-			sleep_ms(20);
-			continue;
-		}
-		if (poll(fds, 2, 50) <= 0)
-			continue;
-		for (int i = 0; i < 2; i++) {
-			ssize_t n;
-			if (!(fds[i].revents & (POLLIN | POLLHUP)))
-				continue;
-			n = read(fds[i].fd, buf, sizeof(buf));
-			if (n <= 0 || write(fds[1 - i].fd, buf, (size_t)n) != n)
-				goto out;
-		}
-	}
-out:
-	if (c >= 0)
-		close(c);
-	if (u >= 0)
-		close(u);
-	return NULL;
-}
-
-static void proxy_start(struct proxy *p, const char *dsn)
-{
-	struct recon_dsn_mysql d;
-	struct recon_err err;
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
-
-	memset(p, 0, sizeof(*p));
-	recon_dsn_mysql_init(&d);
-	recon_err_init(&err);
-	assert_int_equal(recon_dsn_mysql_parse(dsn, DSN_VAR, &d, &err), 0);
-	snprintf(p->host, sizeof(p->host), "%s", d.host ? d.host : "127.0.0.1");
-	p->up_port = d.port ? d.port : 3306;
-	recon_dsn_mysql_release(&d);
-	p->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(p->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(p->lfd, 1), 0);
-	assert_int_equal(getsockname(p->lfd, (struct sockaddr *)&a, &alen), 0);
-	p->port = ntohs(a.sin_port);
-	assert_int_equal(pthread_create(&p->th, NULL, proxy_main, p), 0);
-}
-
-static void proxy_stop(struct proxy *p)
-{
-	p->stop = 1;
-	shutdown(p->lfd, SHUT_RDWR);
-	pthread_join(p->th, NULL);
-	close(p->lfd);
-}
-
 /*
  * Issue 12 #10: a writer whose server freezes (here a proxy that stops
  * forwarding, as SIGSTOP would) fails the call after the I/O timeout as a lost
@@ -965,16 +877,16 @@ static void test_writer_mysql_frozen_server_times_out(void **state)
 	struct recon_dsn_mysql d;
 	struct recon_writer *w;
 	struct recon_err err;
-	struct proxy p;
+	struct support_proxy p;
 	struct timespec t0, t1;
 	char wdsn[512];
 	int64_t n = -1;
 	double took;
 
-	proxy_start(&p, dsn);
 	recon_dsn_mysql_init(&d);
 	recon_err_init(&err);
 	assert_int_equal(recon_dsn_mysql_parse(dsn, DSN_VAR, &d, &err), 0);
+	support_proxy_start(&p, d.host ? d.host : "127.0.0.1", d.port ? d.port : 3306);
 	snprintf(wdsn, sizeof(wdsn), "mysql://%s:%s@127.0.0.1:%u/%s?read_timeout=1", d.user,
 		 d.password ? d.password : "", p.port, d.db);
 	recon_dsn_mysql_release(&d);
@@ -990,7 +902,7 @@ static void test_writer_mysql_frozen_server_times_out(void **state)
 		fail_msg("the frozen server held the call for %.1f s", took);
 	assert_no_secret(&err, fx->password);
 	w->ops->close(w);
-	proxy_stop(&p);
+	support_proxy_stop(&p);
 	setenv(WRITER_VAR, dsn, 1);
 	recon_job_free(job);
 }
