@@ -143,7 +143,8 @@ struct recon_side {
 	bool reject_empty; /* a file without a header line is bad input */
 	bool allow_empty;  /* a statement without entries is expected (a job's "allow_empty"); else
 			      one is bad input unless its control totals state 0 rows */
-	int64_t idle_timeout_ms; /* a pipe statement silent this long fails the read (0: 5 min) */
+	int64_t idle_timeout_ms; /* a read waiting this long for input fails: a FIFO statement
+				    (0: 5 min), a PostgreSQL server's next answer (0: 10 min) */
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;

@@ -1123,7 +1123,6 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 						       "zip_exclude",
 						       "totals",
 						       "allow_empty",
-						       "idle_timeout",
 						       NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
