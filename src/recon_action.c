@@ -175,7 +175,57 @@ struct actx {
 	struct recon_err first; /* the first failure */
 	int64_t unavailable;	/* consecutive actions failed on an unavailable writer */
 	struct recon_err last;	/* the latest of those failures */
+	bool in_batch;		/* a state store transaction is open */
+	size_t batched;		/* rows written in it */
 };
+
+/*
+ * The state store's tickets and action records are grouped into short
+ * transactions (STATE_BATCH rows at most), and a transaction is ended before
+ * every call to the writer database: the store's write lock is never held
+ * across a remote call, so another job sharing the store, or an operator's
+ * query, waits for one local commit at most, never for a slow or failing
+ * writer. A crash loses at most the rows of one open transaction; the next
+ * run writes them again (tickets are unique, so no duplicate appears).
+ */
+static void state_flush(struct actx *a)
+{
+	struct recon_err e;
+
+	if (!a->in_batch)
+		return;
+	a->in_batch = false;
+	recon_err_init(&e);
+	if (recon_state_batch_end(a->st, &e) < 0 && !a->first.code)
+		a->first = e;
+}
+
+/* True when the next writer action may call the writer database. */
+static bool remote(const struct actx *a)
+{
+	return recon_writer_ops_for(a->job->local.kind) && (!a->writer_tried || a->writer_rc == 0);
+}
+
+/* Before a state store write: joins the open transaction, or opens one. */
+static void state_write(struct actx *a)
+{
+	struct recon_err e;
+
+	if (a->in_batch && a->batched >= STATE_BATCH)
+		state_flush(a);
+	if (a->in_batch) {
+		a->batched++;
+		return;
+	}
+	recon_err_init(&e);
+	if (recon_state_batch_begin(a->st, &e) < 0) {
+		if (!a->first.code)
+			a->first = e;
+		return; /* the write goes through on its own (autocommit) */
+	}
+	a->in_batch = true;
+	a->batched = 1;
+}
 
 /* What one attempt of a writer action needs. */
 struct attempt {
@@ -239,6 +289,7 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 	if (attempts > 1)
 		a->counts->retries += (uint64_t)(attempts - 1);
 	recon_err_init(&serr);
+	state_write(a);
 	if (recon_state_action(
 		a->st, a->run_id, key, klass, recon_action_name(k), recon_action_outcome_name(o),
 		attempts, e && e->code ? recon_err_str(e, buf, sizeof(buf)) : NULL, &serr) < 0 &&
@@ -266,6 +317,8 @@ static void writer_action(struct actx *a, struct attempt *t)
 		note(a, t->key, t->klass, t->kind, RECON_OUT_WOULD, 0, NULL);
 		return;
 	}
+	if (remote(a))
+		state_flush(a); /* no state transaction across a remote call */
 	rc = writer(a, &e);
 	if (rc == RECON_ENOTFOUND) {
 		note(a, t->key, t->klass, t->kind, RECON_OUT_SKIPPED, 0, NULL);
@@ -300,12 +353,15 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 		return;
 	}
 	recon_err_init(&e);
+	state_write(a);
 	if (recon_state_ticket(a->st, a->job->name, key, klass, severity, a->run_id, a->now, json,
 			       &opened, &e) < 0) {
 		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, 1, &e);
 		return;
 	}
 	/* and in the merchant's recon_ticket table when there is a writer database */
+	if (remote(a))
+		state_flush(a); /* no state transaction across a remote call */
 	rc = writer(a, &e);
 	if (rc == 0) {
 		rc = recon_retry(&a->retry, attempt_once, &t, &attempts, &e);
@@ -421,20 +477,6 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 			    recon_err_str(&a.last, buf, sizeof(buf)));
 			break;
 		}
-		/*
-		 * The state store's tickets and action records are committed in
-		 * batches: a crash loses at most a batch of them, and the next run
-		 * writes them again (tickets are unique, so no duplicate appears).
-		 */
-		if (i % STATE_BATCH == 0) {
-			struct recon_err e;
-			recon_err_init(&e);
-			if ((i && recon_state_batch_end(st, &e) < 0) ||
-			    recon_state_batch_begin(st, &e) < 0) {
-				a.first = e;
-				break;
-			}
-		}
 		const struct recon_diff *d = &diffs[i];
 		const char *klass = recon_class_name(d->klass);
 		struct attempt t = {&a, d, key, klass, NULL, json[i], RECON_ACT_REPLAY, 0};
@@ -479,12 +521,7 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st, int64
 			break;
 		}
 	}
-	if (n) {
-		struct recon_err e;
-		recon_err_init(&e);
-		if (recon_state_batch_end(st, &e) < 0 && !a.first.code)
-			a.first = e;
-	}
+	state_flush(&a);
 	cj = recon_action_counts_json(counts);
 	{
 		struct recon_err e;
