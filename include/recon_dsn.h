@@ -7,6 +7,7 @@
  * .pgpass, PGSERVICE and the keyword form keep working):
  *
  *   mysql://user:password@host:port/db?socket=/path/to.sock&connect_timeout=10
+ *       &read_timeout=600&write_timeout=60
  *   mariadb://...   (same)
  *
  * Every part is optional ("mysql:///db?socket=..." reads user and password
@@ -37,6 +38,8 @@ struct recon_dsn_mysql {
 	char *socket;		  /* ?socket= */
 	unsigned port;		  /* 0: default */
 	unsigned connect_timeout; /* seconds; 0: the caller's default */
+	unsigned read_timeout; /* seconds a read may wait for the server; 0: the caller's default */
+	unsigned write_timeout; /* seconds a write may wait; 0: the caller's default */
 };
 
 void recon_dsn_mysql_init(struct recon_dsn_mysql *d);

@@ -143,6 +143,8 @@ struct recon_side {
 	bool reject_empty; /* a file without a header line is bad input */
 	bool allow_empty;  /* a statement without entries is expected (a job's "allow_empty"); else
 			      one is bad input unless its control totals state 0 rows */
+	int64_t idle_timeout_ms; /* a read waiting this long for input fails: a FIFO statement
+				    (0: 5 min), a PostgreSQL server's next answer (0: 10 min) */
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
@@ -156,6 +158,10 @@ struct recon_actions_cfg {
 	char *repush_event;		      /* outbox event name for stuck orders */
 	char *transition_to;		      /* optional guarded transition of stuck orders */
 	char **transition_from;		      /* NULL-terminated; the words it may move from */
+	int64_t attempts;   /* tries per action on transient failures (1-10, default 5) */
+	int64_t breaker;    /* consecutive actions failed on an unavailable writer before the
+			       action phase stops, the rest left for the rerun (default 3; 0: never) */
+	int64_t timeout_ms; /* writer lock wait / I/O timeout (0: the engine's default) */
 };
 
 struct recon_job {

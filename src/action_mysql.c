@@ -57,6 +57,7 @@ typedef bool my_bool;
 #endif
 
 #define CONNECT_TIMEOUT_S 10
+#define IO_TIMEOUT_S	  60 /* actions.timeout or the DSN's read_timeout override it */
 #define STMT_CACHE	  32
 
 /* Server and client error numbers (mysqld_error.h, errmsg.h). */
@@ -90,7 +91,8 @@ struct my_writer {
 	MYSQL *conn;
 	struct recon_dsn_mysql dsn; /* kept for reconnecting; the password wiped at close */
 	unsigned timeout;
-	char where[160]; /* "mysql host/db" */
+	unsigned io_timeout; /* seconds a read or write may wait for the server */
+	char where[160];     /* "mysql host/db" */
 	enum time_kind tk;
 	char time_type[32]; /* the column's DATA_TYPE, for messages */
 	int precision;	    /* fraction digits kept (0-3) */
@@ -206,6 +208,9 @@ static int connect_server(struct my_writer *w, int code, struct recon_err *err)
 	/* option files ([client]) still apply for what the DSN leaves out */
 	mysql_options(w->conn, MYSQL_READ_DEFAULT_GROUP, "client");
 	mysql_options(w->conn, MYSQL_OPT_CONNECT_TIMEOUT, &w->timeout);
+	/* a frozen server: the call fails as a lost connection (retried, then the breaker) */
+	mysql_options(w->conn, MYSQL_OPT_READ_TIMEOUT, &w->io_timeout);
+	mysql_options(w->conn, MYSQL_OPT_WRITE_TIMEOUT, &w->io_timeout);
 	mysql_options(w->conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(w->conn, MYSQL_OPT_LOCAL_INFILE, &no_infile);
 	mysql_options4(w->conn, MYSQL_OPT_CONNECT_ATTR_ADD, "program_name", "recon-writer");
@@ -360,6 +365,13 @@ static int my_open(struct recon_writer **out, const struct recon_job *job, struc
 		goto out;
 	if (d->connect_timeout)
 		w->timeout = d->connect_timeout;
+	w->io_timeout = IO_TIMEOUT_S;
+	if (job->actions.timeout_ms > 0)
+		w->io_timeout = job->actions.timeout_ms >= (int64_t)86400 * 1000
+				    ? 86400
+				    : (unsigned)((job->actions.timeout_ms + 999) / 1000);
+	if (d->read_timeout)
+		w->io_timeout = d->read_timeout;
 	snprintf(w->where, sizeof(w->where), "mysql %s/%s",
 		 d->host ? d->host : (d->socket ? d->socket : "localhost"), d->db ? d->db : "?");
 	if ((rc = connect_server(w, RECON_EUNAVAIL, err)) < 0 || (rc = read_time_type(w, err)) < 0)

@@ -11,7 +11,8 @@
  * parameters are then UTC instants cast with ::timestamptz, which the session
  * zone turns into the right wall clock for timestamp, date and text columns.
  *
- * exec() is PQexecParams() with text parameters (one round trip, nothing
+ * exec() is PQexecParams() (sent, then awaited at most actions.timeout: a
+ * frozen server is a lost connection) with text parameters (one round trip, nothing
  * cached). Failures are classified:
  *   RECON_ERETRY  40001 serialization_failure, 40P01 deadlock_detected,
  *                 55P03 lock_not_available, and a lost connection (the
@@ -28,10 +29,15 @@
  * Messages name "postgres host/db" at most: the DSN and its password never
  * appear (recon_dsn_first_line() scrubs the password out of server text).
  */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -43,6 +49,7 @@
 #include "recon_time.h"
 
 #define CONNECT_TIMEOUT "10"
+#define IO_TIMEOUT_MS	((int64_t)60000) /* actions.timeout overrides it */
 
 struct pg_writer {
 	struct recon_writer base;
@@ -54,6 +61,8 @@ struct pg_writer {
 	bool in_tx;	  /* between begin() and commit()/rollback() */
 	int tx_failed;	  /* the first failure inside the transaction, or 0 */
 	char tx_msg[256]; /* its message, repeated by later calls */
+	int64_t io_ms;	  /* how long a call may wait for the server (actions.timeout, 60 s) */
+	bool timed_out;	  /* the last call got no answer in time: the connection is dropped */
 };
 
 static void wipe(char *s)
@@ -92,6 +101,8 @@ static int fail(struct pg_writer *w, struct recon_err *err, int code, const char
 /* The server's primary message for res, else libpq's. */
 static const char *res_msg(struct pg_writer *w, const PGresult *res)
 {
+	if (w->timed_out)
+		return "no answer from the server in time (actions.timeout): connection dropped";
 	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 
 	if ((!m || !*m) && res)
@@ -104,7 +115,7 @@ static const char *res_msg(struct pg_writer *w, const PGresult *res)
 /* True when a failed call left the connection unusable. */
 static bool conn_lost(struct pg_writer *w, const char *state)
 {
-	if (PQstatus(w->conn) == CONNECTION_BAD)
+	if (w->timed_out || PQstatus(w->conn) == CONNECTION_BAD)
 		return true;
 	if (!state)
 		return false;
@@ -170,12 +181,64 @@ static void zone_value(const struct recon_tz *tz, char *out, size_t size)
 		 off < 0 ? '+' : '-', h, m);
 }
 
+/*
+ * PQexecParams() with a bound wait: the query is sent and its results are
+ * awaited with poll() for at most w->io_ms, so a frozen server (SIGSTOP, a
+ * dead NAT entry) fails the call as a lost connection (retried, then the
+ * action phase's circuit breaker) instead of holding the run and the job's
+ * lock forever. Returns the last result (caller clears), or NULL when sending
+ * failed or the time ran out (w->timed_out; the connection is then marked
+ * lost and re-established by the next call).
+ */
+static PGresult *call(struct pg_writer *w, const char *sql, int n, const char *const *params)
+{
+	PGresult *last = NULL, *r;
+	int64_t deadline, now;
+	struct timespec ts;
+
+	w->timed_out = false;
+	if (!PQsendQueryParams(w->conn, sql, n, NULL, params, NULL, NULL, 0))
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + w->io_ms;
+	for (;;) {
+		int f = PQflush(w->conn);
+		struct pollfd p = {PQsocket(w->conn), POLLIN | (f > 0 ? POLLOUT : 0), 0};
+		int rc;
+
+		if (f < 0)
+			break;
+		if (!f && !PQisBusy(w->conn)) {
+			r = PQgetResult(w->conn);
+			if (!r)
+				return last;
+			PQclear(last);
+			last = r;
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		if (now >= deadline) {
+			w->timed_out = true;
+			w->lost = true;
+			break;
+		}
+		rc = poll(&p, 1, deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now));
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (rc > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    !PQconsumeInput(w->conn))
+			break;
+	}
+	PQclear(last);
+	return NULL;
+}
+
 /* Session settings, after every (re)connection. */
 static int session_setup(struct pg_writer *w, int fail_code, struct recon_err *err)
 {
 	const char *vals[1] = {w->zone};
-	PGresult *res = PQexecParams(w->conn, "SELECT set_config('TimeZone', $1, false)", 1, NULL,
-				     vals, NULL, NULL, 0);
+	PGresult *res = call(w, "SELECT set_config('TimeZone', $1, false)", 1, vals);
 	int rc = 0;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -237,6 +300,7 @@ static int pg_open(struct recon_writer **out, const struct recon_job *job, struc
 
 	w->base.ops = &recon_writer_postgres;
 	w->base.job = job;
+	w->io_ms = job->actions.timeout_ms > 0 ? job->actions.timeout_ms : IO_TIMEOUT_MS;
 	if (!var) {
 		var = job->local.dsn_env;
 		field = "local.dsn_env";
@@ -292,7 +356,7 @@ static int simple(struct pg_writer *w, const char *sql, PGresult **res, struct r
 {
 	char what[64];
 
-	*res = PQexec(w->conn, sql);
+	*res = call(w, sql, 0, NULL);
 	if (PQresultStatus(*res) == PGRES_COMMAND_OK)
 		return 0;
 	snprintf(what, sizeof(what), "%s failed", sql);
@@ -331,8 +395,9 @@ static void pg_rollback(struct recon_writer *base)
 	w->tx_failed = 0;
 	if (w->lost) /* the transaction went with the connection */
 		return;
-	res = PQexec(w->conn, "ROLLBACK");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQstatus(w->conn) == CONNECTION_BAD)
+	res = call(w, "ROLLBACK", 0, NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+	    (w->timed_out || PQstatus(w->conn) == CONNECTION_BAD))
 		w->lost = true;
 	PQclear(res);
 }
@@ -380,7 +445,7 @@ static int pg_exec(struct recon_writer *base, const char *sql, const char *const
 				     w->tx_msg);
 	if ((rc = ensure_conn(w, err)) < 0)
 		return tx_fail(w, rc, err);
-	res = PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0);
+	res = call(w, sql, n, params);
 	st = PQresultStatus(res);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 		rc = tx_fail(w, fail_res(w, err, NULL, res), err);

@@ -4,6 +4,7 @@
  * SQLITE_BUSY and SQLITE_LOCKED are transient (another writer holds the
  * file); constraint and type errors are the data's fault and are not retried.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,9 @@ static int sw_open(struct recon_writer **out, const struct recon_job *job, struc
 				   s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto out;
 	}
-	sqlite3_busy_timeout(s->db, 5000);
+	sqlite3_busy_timeout(s->db, job->actions.timeout_ms > 0 && job->actions.timeout_ms < INT_MAX
+					? (int)job->actions.timeout_ms
+					: 5000);
 	/* a misspelt column in double quotes is an error, never a string constant */
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);

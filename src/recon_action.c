@@ -174,7 +174,59 @@ struct actx {
 	struct recon_retry_policy retry;
 	struct recon_action_counts *counts;
 	struct recon_err first; /* the first failure */
+	int64_t unavailable;	/* consecutive actions failed on an unavailable writer */
+	struct recon_err last;	/* the latest of those failures */
+	bool in_batch;		/* a state store transaction is open */
+	size_t batched;		/* rows written in it */
 };
+
+/*
+ * The state store's tickets and action records are grouped into short
+ * transactions (STATE_BATCH rows at most), and a transaction is ended before
+ * every call to the writer database: the store's write lock is never held
+ * across a remote call, so another job sharing the store, or an operator's
+ * query, waits for one local commit at most, never for a slow or failing
+ * writer. A crash loses at most the rows of one open transaction; the next
+ * run writes them again (tickets are unique, so no duplicate appears).
+ */
+static void state_flush(struct actx *a)
+{
+	struct recon_err e;
+
+	if (!a->in_batch)
+		return;
+	a->in_batch = false;
+	recon_err_init(&e);
+	if (recon_state_batch_end(a->st, &e) < 0 && !a->first.code)
+		a->first = e;
+}
+
+/* True when the next writer action may call the writer database. */
+static bool remote(const struct actx *a)
+{
+	return recon_writer_ops_for(a->job->local.kind) && (!a->writer_tried || a->writer_rc == 0);
+}
+
+/* Before a state store write: joins the open transaction, or opens one. */
+static void state_write(struct actx *a)
+{
+	struct recon_err e;
+
+	if (a->in_batch && a->batched >= STATE_BATCH)
+		state_flush(a);
+	if (a->in_batch) {
+		a->batched++;
+		return;
+	}
+	recon_err_init(&e);
+	if (recon_state_batch_begin(a->st, &e) < 0) {
+		if (!a->first.code)
+			a->first = e;
+		return; /* the write goes through on its own (autocommit) */
+	}
+	a->in_batch = true;
+	a->batched = 1;
+}
 
 /* What one attempt of a writer action needs. */
 struct attempt {
@@ -239,6 +291,7 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 	if (attempts > 1)
 		a->counts->retries += (uint64_t)(attempts - 1);
 	recon_err_init(&serr);
+	state_write(a);
 	if (recon_state_action(
 		a->st, a->run_id, key, klass, recon_action_name(k), recon_action_outcome_name(o),
 		attempts, e && e->code ? recon_err_str(e, buf, sizeof(buf)) : NULL, &serr) < 0 &&
@@ -246,6 +299,13 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 		a->first = serr;
 	if (o == RECON_OUT_FAILED && e && !a->first.code)
 		a->first = *e;
+	/* the circuit breaker counts writer outages in a row; any success resets it */
+	if (o == RECON_OUT_FAILED && e && e->code == RECON_EUNAVAIL) {
+		a->unavailable++;
+		a->last = *e;
+	} else if (o == RECON_OUT_DONE || o == RECON_OUT_ALREADY) {
+		a->unavailable = 0;
+	}
 }
 
 /* A writer action: skipped without a writer, "would" on a dry run, else retried. */
@@ -259,6 +319,8 @@ static void writer_action(struct actx *a, struct attempt *t)
 		note(a, t->key, t->klass, t->kind, RECON_OUT_WOULD, 0, NULL);
 		return;
 	}
+	if (remote(a))
+		state_flush(a); /* no state transaction across a remote call */
 	rc = writer(a, &e);
 	if (rc == RECON_ENOTFOUND) {
 		note(a, t->key, t->klass, t->kind, RECON_OUT_SKIPPED, 0, NULL);
@@ -279,6 +341,8 @@ static void writer_action(struct actx *a, struct attempt *t)
 	note(a, t->key, t->klass, t->kind, t->affected > 0 ? RECON_OUT_DONE : RECON_OUT_ALREADY,
 	     attempts, NULL);
 	/* the order is in the local flow now: its missing item is closed */
+	if (t->kind == RECON_ACT_REPLAY && a->rec->ledger)
+		state_write(a);
 	if (t->kind == RECON_ACT_REPLAY && a->rec->ledger &&
 	    recon_state_item_replayed(a->st, a->rec, t->d->key, t->d->key_len, &e) < 0 &&
 	    !a->first.code)
@@ -298,6 +362,7 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 		return;
 	}
 	recon_err_init(&e);
+	state_write(a);
 	if (recon_state_ticket(a->st, a->job->name, key, klass, severity, a->run_id, a->now, json,
 			       &opened, &t.opened_run, &e) < 0) {
 		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, 1, &e);
@@ -309,6 +374,8 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 		return;
 	}
 	/* and in the merchant's recon_ticket table when there is a writer database */
+	if (remote(a))
+		state_flush(a); /* no state transaction across a remote call */
 	rc = writer(a, &e);
 	if (rc == 0) {
 		rc = recon_retry(&a->retry, attempt_once, &t, &attempts, &e);
@@ -474,20 +541,26 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st,
 	a.dry_run = dry_run || !job->actions.enabled;
 	a.counts = counts;
 	recon_retry_policy_init(&a.retry, (uint64_t)now ^ ((uint64_t)run_id << 32));
+	a.retry.max_attempts = (int)job->actions.attempts;
 	for (size_t i = 0; i < n; i++) {
 		/*
-		 * The state store's tickets and action records are committed in
-		 * batches: a crash loses at most a batch of them, and the next run
-		 * writes them again (tickets are unique, so no duplicate appears).
+		 * The circuit breaker: after `breaker` actions in a row failed on an
+		 * unavailable writer (each after its retries), the rest would only
+		 * fail the same way, seconds each. Stop; the run fails with exit 69,
+		 * moves no watermark, and the next run acts on them all again
+		 * (idempotently).
 		 */
-		if (i % STATE_BATCH == 0) {
-			struct recon_err e;
-			recon_err_init(&e);
-			if ((i && recon_state_batch_end(st, &e) < 0) ||
-			    recon_state_batch_begin(st, &e) < 0) {
-				a.first = e;
-				break;
-			}
+		if (job->actions.breaker > 0 && a.unavailable >= job->actions.breaker) {
+			char buf[512];
+			recon_err_init(&a.first);
+			recon_err_set(
+			    &a.first, RECON_EUNAVAIL, NULL,
+			    "actions stopped after %lld in a row failed on an unavailable "
+			    "writer; %zu of %zu differences left for the next run (last: "
+			    "%s)",
+			    (long long)a.unavailable, n - i, n,
+			    recon_err_str(&a.last, buf, sizeof(buf)));
+			break;
 		}
 		const struct recon_diff *d = &diffs[i];
 		const char *klass = recon_class_name(d->klass);
@@ -533,12 +606,7 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st,
 			break;
 		}
 	}
-	if (n) {
-		struct recon_err e;
-		recon_err_init(&e);
-		if (recon_state_batch_end(st, &e) < 0 && !a.first.code)
-			a.first = e;
-	}
+	state_flush(&a);
 	if (!a.dry_run)
 		sync_tickets(&a);
 	cj = recon_action_counts_json(counts);

@@ -207,6 +207,16 @@ int recon_dsn_mysql_parse(const char *dsn, const char *env, struct recon_dsn_mys
 			if (v < 0)
 				return bad(err, env, "connect_timeout must be 1 to 3600 seconds");
 			d->connect_timeout = (unsigned)v;
+		} else if (n == 12 && !memcmp(p, "read_timeout", 12)) {
+			long v = number(eq + 1, (size_t)(amp - eq - 1), 86400);
+			if (v < 0)
+				return bad(err, env, "read_timeout must be 1 to 86400 seconds");
+			d->read_timeout = (unsigned)v;
+		} else if (n == 13 && !memcmp(p, "write_timeout", 13)) {
+			long v = number(eq + 1, (size_t)(amp - eq - 1), 86400);
+			if (v < 0)
+				return bad(err, env, "write_timeout must be 1 to 86400 seconds");
+			d->write_timeout = (unsigned)v;
 		} else {
 			/* the parameter's name only: values may be secrets */
 			char name[32];
@@ -216,7 +226,8 @@ int recon_dsn_mysql_parse(const char *dsn, const char *env, struct recon_dsn_mys
 			name[k] = '\0';
 			return recon_err_set(err, RECON_ECONFIG, NULL,
 					     "the connection string in '%s' has an unknown "
-					     "parameter '%s' (known: socket, connect_timeout)",
+					     "parameter '%s' (known: socket, connect_timeout, "
+					     "read_timeout, write_timeout)",
 					     env, name);
 		}
 		p = *amp ? amp + 1 : amp;

@@ -969,6 +969,7 @@ static const char *const side_keys[] = {"kind",
 					"delimiter_guard",
 					"reject_empty",
 					"allow_empty",
+					"idle_timeout",
 					"zip_entry",
 					"zip_exclude",
 					"totals",
@@ -1101,6 +1102,7 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	}
 	if ((rc = get_csv_layout(L, obj, s)) < 0 || (rc = get_side_common(L, obj, s, sql)) < 0 ||
 	    (rc = get_bool(L, obj, "allow_empty", &s->allow_empty)) < 0 ||
+	    (rc = get_duration(L, obj, "idle_timeout", &s->idle_timeout_ms)) < 0 ||
 	    (rc = get_str(L, obj, "path", &s->path)) < 0 ||
 	    (rc = get_str(L, obj, "table", &s->table)) < 0 ||
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
@@ -1308,13 +1310,16 @@ static bool job_name_ok(const char *s)
 static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 {
 	static const char *const keys[] = {"enabled",	   "writer_dsn_env", "replay_status",
-					   "repush_event", "transition",     NULL};
+					   "repush_event", "transition",     "attempts",
+					   "breaker",	   "timeout",	     NULL};
 	static const char *const tkeys[] = {"to", "from", NULL};
 	struct recon_actions_cfg *a = &job->actions;
 	json_t *v = json_object_get(root, "actions"), *rs, *tr;
 	int rc = 0;
 
 	a->enabled = true;
+	a->attempts = 5;
+	a->breaker = 3;
 	/* replay words default to the first local word mapping to each status */
 	for (size_t i = job->local.status_map.n; i-- > 0;) {
 		const struct recon_map_entry *e = &job->local.status_map.v[i];
@@ -1331,8 +1336,17 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 	if ((rc = check_keys(L, v, keys)) < 0 ||
 	    (rc = get_bool(L, v, "enabled", &a->enabled)) < 0 ||
 	    (rc = get_str(L, v, "writer_dsn_env", &a->writer_dsn_env)) < 0 ||
-	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0)
+	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0 ||
+	    (rc = get_count(L, v, "attempts", &a->attempts)) < 0 ||
+	    (rc = get_count(L, v, "breaker", &a->breaker)) < 0 ||
+	    (rc = get_duration(L, v, "timeout", &a->timeout_ms)) < 0)
 		goto out;
+	if (a->attempts < 1 || a->attempts > 10) {
+		push(L, "attempts");
+		rc = lerr(L, "expected 1 to 10 tries per action");
+		pop(L);
+		goto out;
+	}
 	if (a->writer_dsn_env) {
 		push(L, "writer_dsn_env");
 		if (job->local.kind != RECON_KIND_POSTGRES && job->local.kind != RECON_KIND_MYSQL)

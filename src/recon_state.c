@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,9 +154,15 @@ static int create_store(const char *path, struct recon_err *err)
 	}
 	sqlite3_close(db); /* checkpoints: the header, WAL mode included, is in the file */
 	db = NULL;
-	if (link(tmp.s, path) < 0 && errno != EEXIST)
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot create the state store '%s': %s",
-				   path, strerror(errno));
+	if (link(tmp.s, path) < 0 && errno != EEXIST) {
+		/* a filesystem without hard links: rename, unless a store appeared meanwhile */
+		int e = errno;
+		bool nolink = e == EPERM || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS;
+		if (!nolink || (access(path, F_OK) < 0 && rename(tmp.s, path) < 0))
+			rc = recon_err_set(err, RECON_EIO, NULL,
+					   "cannot create the state store '%s': %s", path,
+					   strerror(nolink ? errno : e));
+	}
 out:
 	sqlite3_close(db);
 	unlink(tmp.s);

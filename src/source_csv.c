@@ -37,6 +37,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <iconv.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csv.h>
@@ -56,6 +59,7 @@
 #include "recon_zip.h"
 
 #define CSV_BLOCK      ((size_t)1 << 20)  /* read(2) size */
+#define CSV_IDLE_MS    ((int64_t)300000)  /* a pipe's default idle_timeout: 5 minutes */
 #define CSV_MAX_RECORD ((size_t)16 << 20) /* longer records are rejects */
 #define CSV_RAW_MAX    1024		  /* row->raw cap */
 #define CSV_KEEP_MAX   ((size_t)1 << 20)  /* trailer / footer text cap */
@@ -110,6 +114,7 @@ struct csv_source {
 	bool header_done;
 	bool seen_record; /* a record (header or data) was read: later comments are footer */
 	uint64_t nrows;	  /* data records returned */
+	bool pipe;	  /* a FIFO: read without blocking, each wait bounded (wait_input) */
 	bool done;
 
 	/* The current record. */
@@ -149,6 +154,33 @@ static void csv_close(struct recon_source *src);
 
 /* ---- line reader ---- */
 
+/*
+ * A pipe (a FIFO statement) is read without blocking: each read waits for
+ * input at most the side's idle_timeout, so a FIFO nobody writes to (or a
+ * writer that stalls) fails the run (RECON_EUNAVAIL, exit 69) instead of
+ * holding it and the job's lock forever. Returns 0 when input (or its end) is
+ * there.
+ */
+static int wait_input(struct csv_source *s, struct recon_err *err)
+{
+	int64_t limit = s->side->idle_timeout_ms > 0 ? s->side->idle_timeout_ms : CSV_IDLE_MS;
+	struct pollfd p = {s->fd, POLLIN, 0};
+	int rc;
+
+	do
+		rc = poll(&p, 1, limit > INT_MAX ? INT_MAX : (int)limit);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
+				     strerror(errno));
+	if (rc == 0)
+		return recon_err_set(err, RECON_EUNAVAIL, NULL,
+				     "no data from '%s' for %lld ms (idle_timeout): is anything "
+				     "writing to it?",
+				     s->path, (long long)limit);
+	return 0;
+}
+
 static int fill(struct csv_source *s, struct recon_err *err)
 {
 	ssize_t n;
@@ -175,9 +207,12 @@ static int fill(struct csv_source *s, struct recon_err *err)
 			return (int)z;
 		n = (ssize_t)z;
 	} else {
-		do
+		int w;
+		do {
+			if (s->pipe && (w = wait_input(s, err)) < 0)
+				return w;
 			n = read(s->fd, s->buf + s->end, CSV_BLOCK);
-		while (n < 0 && errno == EINTR);
+		} while (n < 0 && (errno == EINTR || (s->pipe && errno == EAGAIN)));
 		if (n < 0)
 			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
 					     strerror(errno));
@@ -968,6 +1003,32 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 	return 0;
 }
 
+/*
+ * A statement is a regular file or a pipe: a device (/dev/zero) or a folder is
+ * refused, since it would be read forever or not at all. A regular file is
+ * read blocking again; a pipe stays non-blocking (wait_input).
+ */
+static int check_kind(struct csv_source *s, struct recon_err *err)
+{
+	struct stat sb;
+
+	if (fstat(s->fd, &sb) < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot open '%s': %s", s->path,
+				     strerror(errno));
+	if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
+		return recon_err_set(err, RECON_EINPUT, NULL, "'%s' is %s, not a statement file",
+				     s->path,
+				     S_ISDIR(sb.st_mode)   ? "a folder"
+				     : S_ISCHR(sb.st_mode) ? "a character device"
+				     : S_ISBLK(sb.st_mode) ? "a block device"
+							   : "a socket");
+	s->pipe = S_ISFIFO(sb.st_mode);
+	if (!s->pipe && fcntl(s->fd, F_SETFL, 0) < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
+				     strerror(errno));
+	return 0;
+}
+
 static int csv_open(struct recon_source **out, const struct recon_side *side,
 		    const struct recon_window *win, struct recon_err *err)
 {
@@ -1002,7 +1063,8 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 		goto out;
 	s->cap = 2 * CSV_BLOCK;
 	s->buf = recon_xmalloc(s->cap);
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	/* non-blocking: opening a FIFO without a writer must not block (see wait_input) */
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (s->fd < 0) {
 		int e = errno;
 
@@ -1010,6 +1072,8 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 				    NULL, "cannot open '%s': %s", s->path, strerror(e));
 		goto out;
 	}
+	if ((ret = check_kind(s, err)) < 0)
+		goto out;
 	recon_sha256_init(&s->sha);
 	{
 		unsigned char head[4];

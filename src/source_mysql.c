@@ -49,7 +49,10 @@ typedef bool my_bool;
 #endif
 
 #define CONNECT_TIMEOUT_S 10
-#define COL_BUF_INITIAL	  64
+/* I/O: the first row of a big sorted read may take minutes; a write is one packet */
+#define READ_TIMEOUT_S	600
+#define WRITE_TIMEOUT_S 60
+#define COL_BUF_INITIAL 64
 
 struct my_col {
 	char *buf;
@@ -253,7 +256,8 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	MYSQL_RES *meta = NULL;
 	MYSQL_FIELD *fields;
 	MYSQL_BIND params[2];
-	unsigned timeout = CONNECT_TIMEOUT_S, no_infile = 0;
+	unsigned timeout = CONNECT_TIMEOUT_S, no_infile = 0, rd_timeout = READ_TIMEOUT_S,
+		 wr_timeout = WRITE_TIMEOUT_S;
 	const char *dsn;
 	int rc = 0;
 
@@ -275,6 +279,10 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		s->secret = recon_xstrdup(d.password);
 	if (d.connect_timeout)
 		timeout = d.connect_timeout;
+	if (d.read_timeout)
+		rd_timeout = d.read_timeout;
+	if (d.write_timeout)
+		wr_timeout = d.write_timeout;
 	snprintf(s->where, sizeof(s->where), "mysql %s/%s",
 		 d.host ? d.host : (d.socket ? d.socket : "localhost"), d.db ? d.db : "?");
 
@@ -285,6 +293,9 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	/* option files ([client]) still apply for what the DSN leaves out */
 	mysql_options(s->conn, MYSQL_READ_DEFAULT_GROUP, "client");
 	mysql_options(s->conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	/* a frozen server ends the run (exit 69) instead of holding it and the lock forever */
+	mysql_options(s->conn, MYSQL_OPT_READ_TIMEOUT, &rd_timeout);
+	mysql_options(s->conn, MYSQL_OPT_WRITE_TIMEOUT, &wr_timeout);
 	mysql_options(s->conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(s->conn, MYSQL_OPT_LOCAL_INFILE, &no_infile);
 	mysql_options4(s->conn, MYSQL_OPT_CONNECT_ATTR_ADD, "program_name", "recon");

@@ -25,10 +25,15 @@
  * Errors are RECON_EUNAVAIL with the first line of the server's message, and
  * name host/db at most: the DSN and its password never appear.
  */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -54,6 +59,9 @@
 #define PG_FLOAT8OID	  701
 #define PG_MONEYOID	  790
 
+/* How long a read waits for the server's next answer unless the side says (10 minutes). */
+#define WAIT_MS ((int64_t)600000)
+
 struct pg_source {
 	struct recon_source base;
 	PGconn *conn;
@@ -68,7 +76,9 @@ struct pg_source {
 	int colidx[RECON_COL__COUNT]; /* result column per role, -1 when unmapped */
 	Oid coltype[RECON_COL__COUNT];
 	Oid keytype[RECON_KEY_PARTS_MAX];
-	char *secret; /* the DSN's password, scrubbed from messages; wiped at close */
+	char *secret;	 /* the DSN's password, scrubbed from messages; wiped at close */
+	int64_t wait_ms; /* how long a result may be waited for (the side's idle_timeout) */
+	bool timed_out;	 /* a wait ran out: the connection is given up, nothing is drained */
 	char where[160];
 	struct recon_buf scratch;
 	struct recon_raw_row row;
@@ -102,11 +112,46 @@ static int fail_res(struct pg_source *s, struct recon_err *err, const char *what
 {
 	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 
+	if (s->timed_out)
+		m = "no answer from the server in time (idle_timeout): connection given up";
 	if (!m && res)
 		m = PQresultErrorMessage(res);
 	if (!m || !*m)
 		m = PQerrorMessage(s->conn);
 	return fail(s, err, what, m);
+}
+
+/*
+ * PQgetResult() with a bound wait: input is awaited with poll() for at most
+ * s->wait_ms, so a frozen server (SIGSTOP, a dead NAT entry) fails the read
+ * (exit 69) instead of holding the run, its snapshot and the job's lock
+ * forever. NULL at the end of the results, or when the time ran out
+ * (s->timed_out; every later call returns NULL at once).
+ */
+static PGresult *get_result(struct pg_source *s)
+{
+	struct timespec ts;
+	int64_t deadline, now;
+
+	if (s->timed_out)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + s->wait_ms;
+	while (PQisBusy(s->conn)) {
+		struct pollfd p = {PQsocket(s->conn), POLLIN, 0};
+		int rc;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		if (now >= deadline) {
+			s->timed_out = true;
+			return NULL;
+		}
+		rc = poll(&p, 1, deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now));
+		if ((rc < 0 && errno != EINTR) || (rc > 0 && !PQconsumeInput(s->conn)))
+			break; /* PQgetResult() reports the broken connection */
+	}
+	return PQgetResult(s->conn);
 }
 
 static void build_select(struct pg_source *s, struct recon_buf *sql)
@@ -206,7 +251,7 @@ static int finish(struct pg_source *s, struct recon_err *err)
 	PGresult *res;
 	int rc = 0;
 
-	while (s->busy && (res = PQgetResult(s->conn)) != NULL) {
+	while (s->busy && (res = get_result(s)) != NULL) {
 		ExecStatusType st = PQresultStatus(res);
 		if (!rc && st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
 			char what[128];
@@ -214,6 +259,11 @@ static int finish(struct pg_source *s, struct recon_err *err)
 			rc = fail_res(s, err, what, res);
 		}
 		PQclear(res);
+	}
+	if (!rc && s->busy && s->timed_out) {
+		char what[128];
+		snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+		rc = fail_res(s, err, what, NULL);
 	}
 	s->busy = false;
 	return rc;
@@ -227,10 +277,10 @@ static void scan_close(struct pg_source *s)
 	PGresult *r;
 
 	if (s->fetching)
-		while ((r = PQgetResult(s->conn)) != NULL)
+		while ((r = get_result(s)) != NULL)
 			PQclear(r);
 	s->fetching = false;
-	if (s->cursor)
+	if (s->cursor && !s->timed_out)
 		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
 	s->cursor = false;
 }
@@ -251,8 +301,8 @@ static int fetch_batch(struct pg_source *s, struct recon_err *err)
 	if (!s->fetching && !PQsendQuery(s->conn, fetch_sql))
 		goto fail;
 	s->fetching = false;
-	s->res = PQgetResult(s->conn);
-	while ((r = PQgetResult(s->conn)) != NULL) /* the end of the FETCH's results */
+	s->res = get_result(s);
+	while ((r = get_result(s)) != NULL) /* the end of the FETCH's results */
 		PQclear(r);
 	if (PQresultStatus(s->res) != PGRES_TUPLES_OK)
 		goto fail;
@@ -296,6 +346,7 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	s->base.ops = &recon_source_postgres;
 	s->base.name = side->table;
 	s->side = side;
+	s->wait_ms = side->idle_timeout_ms > 0 ? side->idle_timeout_ms : WAIT_MS;
 	snprintf(s->where, sizeof(s->where), "postgres '%s'", side->dsn_env ? side->dsn_env : "");
 	if ((rc = recon_dsn_get(side, &dsn, err)) < 0)
 		goto out;
@@ -447,10 +498,14 @@ static int pg_next(struct recon_source *src, const struct recon_raw_row **row,
 	s->res = NULL;
 	if (!s->busy)
 		return RECON_DONE;
-	res = s->first ? s->first : PQgetResult(s->conn);
+	res = s->first ? s->first : get_result(s);
 	s->first = NULL;
 	if (!res) {
 		s->busy = false;
+		if (s->timed_out) {
+			snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
+			return fail_res(s, err, what, NULL);
+		}
 		return RECON_DONE;
 	}
 	switch (PQresultStatus(res)) {

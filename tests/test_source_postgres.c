@@ -37,6 +37,7 @@
 #include "recon_normalize.h"
 #include "recon_source.h"
 #include "recon_time.h"
+#include "support_proxy.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* a small quarantine, so that peak RSS reflects what the reader keeps */
@@ -498,6 +499,79 @@ static void test_source_postgres_lookup(void **state)
 	assert_int_equal(recon_source_next(src, &row, &err), RECON_DONE);
 	recon_source_close(src);
 	assert_int_equal(err.code, 0);
+}
+
+/*
+ * Issue 12 #10: a reader whose server freezes (a proxy that stops forwarding,
+ * as SIGSTOP would) fails the read after the side's idle_timeout (exit 69),
+ * instead of holding the run, its snapshot and the job's lock forever.
+ */
+static void test_source_postgres_frozen_server_times_out(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip(DSN_VAR);
+	struct recon_window w = day_window(fx->sh, "2024-01-16");
+	const struct recon_raw_row *row;
+	const char *host = "127.0.0.1", *user = "", *pw = "", *db = "", *parts[1] = {"B2"};
+	size_t lens[1] = {2};
+	PQconninfoOption *opts;
+	struct support_proxy p;
+	struct recon_source *src;
+	struct recon_side side;
+	struct recon_err err;
+	struct timespec t0, t1;
+	unsigned port = 5432;
+	char pdsn[512];
+	double took;
+	int rc;
+
+	load_values(fx);
+	opts = PQconninfoParse(dsn, NULL);
+	assert_non_null(opts);
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val)
+			continue;
+		if (!strcmp(o->keyword, "host"))
+			host = o->val;
+		else if (!strcmp(o->keyword, "port"))
+			port = (unsigned)atoi(o->val);
+		else if (!strcmp(o->keyword, "user"))
+			user = o->val;
+		else if (!strcmp(o->keyword, "password"))
+			pw = o->val;
+		else if (!strcmp(o->keyword, "dbname"))
+			db = o->val;
+	}
+	support_proxy_start(&p, host, port);
+	snprintf(pdsn, sizeof(pdsn),
+		 "host=127.0.0.1 port=%u user=%s password=%s dbname=%s sslmode=disable", p.port,
+		 user, pw, db);
+	setenv(TEST_VAR, pdsn, 1);
+	side_init(&side, "t_pg_values", fx->sh);
+	side.cols[RECON_COL_KEY0] = (char *)"k";
+	side.cols[RECON_COL_AMOUNT_MINOR] = (char *)"cents";
+	side.cols[RECON_COL_TIME] = (char *)"at_local";
+	side.idle_timeout_ms = 1000;
+	src = open_ok(&side, &w);
+	assert_int_equal(drain(src, NULL, 0), 3);
+	p.frozen = 1;
+	recon_err_init(&err);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = recon_source_lookup(src, parts, lens, &err);
+	if (rc == 0)
+		rc = recon_source_next(src, &row, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_int_equal(rc, RECON_EUNAVAIL);
+	if (took > 8)
+		fail_msg("the frozen server held the read for %.1f s", took);
+	assert_non_null(strstr(err.msg, "no answer from the server in time"));
+	if (*pw && strstr(err.msg, pw))
+		fail_msg("password in the message: %s", err.msg);
+	recon_source_close(src);
+	support_proxy_stop(&p);
+	PQconninfoFree(opts);
+	setenv(TEST_VAR, dsn, 1);
 }
 
 /* ---- lookup_many ---- */
@@ -1269,6 +1343,7 @@ int main(void)
 	    cmocka_unit_test(test_source_postgres_status_map),
 	    cmocka_unit_test(test_source_postgres_window_pushdown),
 	    cmocka_unit_test(test_source_postgres_lookup),
+	    cmocka_unit_test(test_source_postgres_frozen_server_times_out),
 	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_found_and_missing,
 				      many_teardown),
 	    cmocka_unit_test_teardown(test_source_postgres_lookup_many_special_keys, many_teardown),

@@ -46,6 +46,7 @@
 #include "recon_normalize.h"
 #include "recon_time.h"
 #include "support_jobs.h"
+#include "support_proxy.h"
 
 #define DSN_VAR	   "RECON_TEST_MYSQL_DSN"
 #define WRITER_VAR "RECON_TEST_MYSQL_WRITER_DSN" /* the variable the jobs name */
@@ -862,6 +863,50 @@ static void test_writer_mysql_replay_other_unique_index(void **state)
 	recon_job_free(job);
 }
 
+/*
+ * Issue 12 #10: a writer whose server freezes (here a proxy that stops
+ * forwarding, as SIGSTOP would) fails the call after the I/O timeout as a lost
+ * connection (retried, then the circuit breaker), instead of waiting forever
+ * with the job's lock held.
+ */
+static void test_writer_mysql_frozen_server_times_out(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = dsn_or_skip();
+	struct recon_job *job = job_new("t_wmy_frozen", "created_at", NULL);
+	struct recon_dsn_mysql d;
+	struct recon_writer *w;
+	struct recon_err err;
+	struct support_proxy p;
+	struct timespec t0, t1;
+	char wdsn[512];
+	int64_t n = -1;
+	double took;
+
+	recon_dsn_mysql_init(&d);
+	recon_err_init(&err);
+	assert_int_equal(recon_dsn_mysql_parse(dsn, DSN_VAR, &d, &err), 0);
+	support_proxy_start(&p, d.host ? d.host : "127.0.0.1", d.port ? d.port : 3306);
+	snprintf(wdsn, sizeof(wdsn), "mysql://%s:%s@127.0.0.1:%u/%s?read_timeout=1", d.user,
+		 d.password ? d.password : "", p.port, d.db);
+	recon_dsn_mysql_release(&d);
+	setenv(WRITER_VAR, wdsn, 1);
+	w = wopen(job);
+	wexec_ok(w, "SELECT 1 FROM DUAL", NULL, 0, &n);
+	p.frozen = 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(wexec(w, "SELECT 2 FROM DUAL", NULL, 0, &n, &err), RECON_ERETRY);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (took > 8)
+		fail_msg("the frozen server held the call for %.1f s", took);
+	assert_no_secret(&err, fx->password);
+	w->ops->close(w);
+	support_proxy_stop(&p);
+	setenv(WRITER_VAR, dsn, 1);
+	recon_job_free(job);
+}
+
 static void test_writer_mysql_unavailable_without_password(void **state)
 {
 	struct fx *fx = *state;
@@ -920,6 +965,7 @@ int main(void)
 	    cmocka_unit_test(test_writer_mysql_killed_connection_reconnects),
 	    cmocka_unit_test(test_writer_mysql_time_param_roundtrip),
 	    cmocka_unit_test(test_writer_mysql_replay_other_unique_index),
+	    cmocka_unit_test(test_writer_mysql_frozen_server_times_out),
 	    cmocka_unit_test(test_writer_mysql_unavailable_without_password),
 	};
 

@@ -41,6 +41,7 @@
 #include "recon_mem.h"
 #include "recon_time.h"
 #include "support_jobs.h"
+#include "support_proxy.h"
 
 #define DSN_VAR	   "RECON_TEST_PG_DSN"
 #define WRITER_VAR "RECON_TEST_PG_WRITER_DSN" /* the variable the jobs name */
@@ -697,6 +698,68 @@ static void assert_no_secret(const struct recon_err *err, const char *pw)
 		fail_msg("password in the message: %s: %s", err->where, err->msg);
 }
 
+/*
+ * Issue 12 #10: a writer whose server freezes (a proxy that stops forwarding,
+ * as SIGSTOP would) fails the call after actions.timeout as a lost connection
+ * (RECON_ERETRY: retried, then the circuit breaker), instead of waiting
+ * forever with the job's lock held.
+ */
+static void test_writer_postgres_frozen_server_times_out(void **state)
+{
+	const char *dsn = dsn_or_skip();
+	struct recon_job *job = job_new("t_wpg_frozen", NULL);
+	PQconninfoOption *opts;
+	struct support_proxy p;
+	struct recon_writer *w;
+	struct recon_err err;
+	struct timespec t0, t1;
+	const char *host = "127.0.0.1", *user = "", *pw = "", *db = "";
+	unsigned port = 5432;
+	char wdsn[512];
+	int64_t n = -1;
+	double took;
+
+	(void)state;
+	opts = PQconninfoParse(dsn, NULL);
+	assert_non_null(opts);
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val)
+			continue;
+		if (!strcmp(o->keyword, "host"))
+			host = o->val;
+		else if (!strcmp(o->keyword, "port"))
+			port = (unsigned)atoi(o->val);
+		else if (!strcmp(o->keyword, "user"))
+			user = o->val;
+		else if (!strcmp(o->keyword, "password"))
+			pw = o->val;
+		else if (!strcmp(o->keyword, "dbname"))
+			db = o->val;
+	}
+	support_proxy_start(&p, host, port);
+	snprintf(wdsn, sizeof(wdsn),
+		 "host=127.0.0.1 port=%u user=%s password=%s dbname=%s sslmode=disable", p.port,
+		 user, pw, db);
+	setenv(WRITER_VAR, wdsn, 1);
+	job->actions.timeout_ms = 1000;
+	w = wopen(job);
+	wexec_ok(w, "SELECT 1", NULL, 0, &n);
+	p.frozen = 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(wexec(w, "SELECT 2", NULL, 0, &n, &err), RECON_ERETRY);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (took > 8)
+		fail_msg("the frozen server held the call for %.1f s", took);
+	assert_non_null(strstr(err.msg, "no answer from the server in time"));
+	assert_no_secret(&err, pw);
+	w->ops->close(w);
+	support_proxy_stop(&p);
+	PQconninfoFree(opts);
+	setenv(WRITER_VAR, dsn, 1);
+	recon_job_free(job);
+}
+
 static void test_writer_postgres_unavailable_without_password(void **state)
 {
 	const char *dsn = dsn_or_skip();
@@ -753,6 +816,7 @@ int main(void)
 	    cmocka_unit_test(test_writer_postgres_deadlock_retry),
 	    cmocka_unit_test(test_writer_postgres_killed_connection_reconnects),
 	    cmocka_unit_test(test_writer_postgres_time_param_roundtrip),
+	    cmocka_unit_test(test_writer_postgres_frozen_server_times_out),
 	    cmocka_unit_test(test_writer_postgres_unavailable_without_password),
 	};
 

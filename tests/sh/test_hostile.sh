@@ -8,7 +8,10 @@
 #   an empty statement is bad input unless expected or its trailer says 0 rows;
 #   a 0-byte state store is an error naming it, never silently re-created;
 #   the state store, its folder and the heartbeat are not world-readable;
-#   a misspelt SQLite column is exit 78 naming it, not a string constant.
+#   a misspelt SQLite column is exit 78 naming it, not a string constant;
+#   a circuit breaker stops the action phase when the writer stays unavailable,
+#   and the state store is never locked while recon waits on the writer;
+#   a FIFO statement nobody writes to times out, a device is no statement.
 . "$(dirname "$0")/lib.sh"
 DAY=2024-01-16
 flow() { sqlite3 "$WORK/ex/flow.db" "$1"; }
@@ -114,5 +117,52 @@ setup_example
 sed -i 's/"key": "out_trade_no", "amount_minor"/"key": "out_trade_nr", "amount_minor"/' "$JOB"
 expect_exit 78 "a misspelt key column of the SQLite flow" "$RECON" run --job "$JOB" --date $DAY --dry-run
 check "it names the column and the table" grep -q "column 'out_trade_nr' not found in table 'payment_flow'" "$WORK/err"
+
+# ---- circuit breaker: the writer unavailable (finding 10) -------------------
+setup_example
+sed -i 's/"max_rejects": 0,/"max_rejects": 0, "actions": {"timeout": "1s", "attempts": 2, "breaker": 2},/' "$JOB"
+# the state store exists (schema and all) before the run under test
+"$RECON" run --job "$JOB" --date 2024-01-15 --dry-run --quiet > /dev/null 2>&1 || true
+# another writer holds the flow's write lock (readers still read)
+mkfifo "$WORK/hold"
+sqlite3 "$WORK/ex/flow.db" < "$WORK/hold" > /dev/null 2>&1 &
+holder=$!
+exec 9> "$WORK/hold"
+echo "BEGIN IMMEDIATE; INSERT INTO payment_flow (out_trade_no, amount_cents, currency, status, created_at) VALUES ('LOCK', 1, 'CNY', 'PAID', '2024-01-01 00:00:00');" >&9
+sleep 0.3
+start=$(date +%s)
+# while recon waits for the locked writer (about 2 s per action), another
+# writer of the state store (a second job, an operator) must not wait for it
+( sleep 3; sqlite3 -cmd ".timeout 300" "$DB" "CREATE TABLE IF NOT EXISTS probe (x); INSERT INTO probe VALUES (1);" > "$WORK/probe" 2>&1; echo "rc=$?" >> "$WORK/probe" ) &
+prober=$!
+expect_exit 69 "the writer stays locked: the action phase stops" timeout 60 "$RECON" run --job "$JOB" --date $DAY
+took=$(($(date +%s) - start))
+wait "$prober" || true
+check "the state store stayed writable while recon waited on the writer" grep -q "^rc=0" "$WORK/probe"
+exec 9>&-
+wait "$holder" 2> /dev/null || true
+check "it says how many differences are left" grep -q "actions stopped after 2 in a row failed on an unavailable writer; 4 of 6 differences left for the next run" "$WORK/err"
+check "within seconds ($took s), not per difference" test "$took" -lt 20
+check "the watermark does not move" test "$(sql "SELECT count(*) FROM watermarks WHERE reconciled_until_ms > 1705334400000")" = 0
+expect_exit 0 "the writer back: the rerun acts on everything" "$RECON" run --job "$JOB" --date $DAY
+check "the missing order is replayed once" test "$(flow "SELECT count(*) FROM payment_flow WHERE out_trade_no = 'ORD-1002'")" = 1
+
+# ---- statements that would keep a run busy forever (finding 10) ------------
+setup_example
+STMT=$WORK/ex/statements/$DAY.csv
+rm "$STMT"
+mkfifo "$STMT"
+sed -i 's/"kind": "csv",/"kind": "csv", "idle_timeout": "1s",/' "$JOB"
+start=$(date +%s)
+expect_exit 69 "a FIFO statement without a writer times out" timeout 60 "$RECON" run --job "$JOB" --date $DAY
+check "within the idle timeout ($(($(date +%s) - start)) s)" test $(($(date +%s) - start)) -lt 10
+check "it says so" grep -q "no data from '.*$DAY.csv' for 1000 ms (idle_timeout)" "$WORK/err"
+( sleep 0.3; cat "$SRC/examples/basic/statements/$DAY.csv" > "$STMT" ) &
+expect_exit 0 "a FIFO with a writer is read" timeout 60 "$RECON" run --job "$JOB" --date $DAY --dry-run
+wait
+rm "$STMT"
+ln -s /dev/zero "$STMT"
+expect_exit 65 "/dev/zero is no statement" timeout 60 "$RECON" run --job "$JOB" --date $DAY
+check "it says what it is" grep -q "is a character device, not a statement file" "$WORK/err"
 
 finish
