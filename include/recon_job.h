@@ -146,6 +146,26 @@ struct recon_side {
 	struct recon_totals_rule totals;
 };
 
+/* How a missing order is replayed (actions.replay). */
+enum recon_replay_mode {
+	RECON_REPLAY_INSERT = 0, /* a row in the local flow table (the default) */
+	RECON_REPLAY_OUTBOX,	 /* a "replay" event in recon_outbox for the merchant's consumer */
+};
+
+#define RECON_REPLAY_VALUES_MAX 32
+
+/*
+ * One column a replay fills besides the mapped roles (actions.replay_values):
+ * text is a template ({key}, {amount_minor}, {amount}, {currency}, {status},
+ * {time}, {now}, {txn_id}, {job}, {run_id}; anything else is literal), a JSON
+ * integer's decimal text, or NULL for SQL NULL.
+ */
+struct recon_replay_value {
+	char *column; /* validated identifier, not a column of a mapped role */
+	char *text;
+	bool number; /* text is a JSON integer's: a number in a replay event's JSON */
+};
+
 /* What a run does about its differences ("actions" in the job file). */
 struct recon_actions_cfg {
 	bool enabled;	      /* default true; --dry-run still wins */
@@ -154,7 +174,29 @@ struct recon_actions_cfg {
 	char *repush_event;		      /* outbox event name for stuck orders */
 	char *transition_to;		      /* optional guarded transition of stuck orders */
 	char **transition_from;		      /* NULL-terminated; the words it may move from */
+	enum recon_replay_mode replay;
+	struct recon_replay_value *replay_values; /* nreplay_values of them, in file order */
+	size_t nreplay_values;
 };
+
+/*
+ * The value of template variable name[0..len) of a replay ("key", "now", ...)
+ * as an index into the table below, or -1 when there is no such variable.
+ */
+enum recon_tvar {
+	RECON_TVAR_KEY = 0,
+	RECON_TVAR_AMOUNT_MINOR,
+	RECON_TVAR_AMOUNT,
+	RECON_TVAR_CURRENCY,
+	RECON_TVAR_STATUS,
+	RECON_TVAR_TIME,
+	RECON_TVAR_NOW,
+	RECON_TVAR_TXN_ID,
+	RECON_TVAR_JOB,
+	RECON_TVAR_RUN_ID,
+	RECON_TVAR__COUNT
+};
+int recon_job_tvar(const char *name, size_t len);
 
 struct recon_job {
 	char *name; /* validated: [A-Za-z0-9_.-]{1,64} */

@@ -1259,6 +1259,11 @@ void recon_job_free(struct recon_job *job)
 	free(job->actions.repush_event);
 	free(job->actions.transition_to);
 	free_strv(job->actions.transition_from);
+	for (size_t i = 0; i < job->actions.nreplay_values; i++) {
+		free(job->actions.replay_values[i].column);
+		free(job->actions.replay_values[i].text);
+	}
+	free(job->actions.replay_values);
 	free(job->state_path);
 	free(job->heartbeat_path);
 	free(job->config_text);
@@ -1277,11 +1282,124 @@ static bool job_name_ok(const char *s)
 	return s[0] != '.';
 }
 
+static const char *const tvar_names[RECON_TVAR__COUNT] = {
+    "key",  "amount_minor", "amount", "currency", "status",
+    "time", "now",	    "txn_id", "job",	  "run_id"};
+
+int recon_job_tvar(const char *name, size_t len)
+{
+	for (int i = 0; i < RECON_TVAR__COUNT; i++)
+		if (strlen(tvar_names[i]) == len && !memcmp(name, tvar_names[i], len))
+			return i;
+	return -1;
+}
+
+/* A replay template: every '{' opens a known variable closed by '}'. */
+static int check_template(struct loader *L, const char *t)
+{
+	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+		const char *end = strchr(p, '}');
+		if (!end || recon_job_tvar(p + 1, (size_t)(end - p - 1)) < 0)
+			return lerr(
+			    L,
+			    "unknown template variable at '%.24s' (known: {key}, "
+			    "{amount_minor}, {amount}, {currency}, {status}, {time}, {now}, "
+			    "{txn_id}, {job}, {run_id})",
+			    p);
+	}
+	return 0;
+}
+
+/* The role whose local column is `col`, or -1: a replay writes those itself. */
+static int local_role_of_column(const struct recon_side *l, const char *col)
+{
+	for (int c = 0; c < RECON_COL__COUNT; c++)
+		if (l->cols[c] && !strcmp(l->cols[c], col))
+			return c;
+	return -1;
+}
+
+/*
+ * "replay": "insert"|"outbox"; "replay_values": {column: template | integer | null}
+ * (DESIGN: replays must fit the merchant's real table).
+ */
+static int get_replay(struct loader *L, json_t *v, struct recon_job *job)
+{
+	struct recon_actions_cfg *a = &job->actions;
+	json_t *rv = json_object_get(v, "replay_values"), *t;
+	char *mode = NULL;
+	const char *col;
+	int rc;
+
+	if ((rc = get_str(L, v, "replay", &mode)) < 0)
+		return rc;
+	if (mode) {
+		push(L, "replay");
+		if (!strcmp(mode, "insert"))
+			a->replay = RECON_REPLAY_INSERT;
+		else if (!strcmp(mode, "outbox"))
+			a->replay = RECON_REPLAY_OUTBOX;
+		else
+			rc = lerr(L, "expected \"insert\" (a row in the local table) or \"outbox\" "
+				     "(a replay event in recon_outbox)");
+		pop(L);
+		free(mode);
+		if (rc < 0)
+			return rc;
+	}
+	if (!rv)
+		return 0;
+	push(L, "replay_values");
+	if (!json_is_object(rv) || json_object_size(rv) > RECON_REPLAY_VALUES_MAX) {
+		rc = lerr(L,
+			  "expected an object of at most %d columns such as {\"updated_at\": "
+			  "\"{now}\"}",
+			  RECON_REPLAY_VALUES_MAX);
+		pop(L);
+		return rc;
+	}
+	a->replay_values = recon_xcalloc(json_object_size(rv) + 1, sizeof(*a->replay_values));
+	json_object_foreach(rv, col, t)
+	{
+		struct recon_replay_value *x = &a->replay_values[a->nreplay_values];
+		int role = local_role_of_column(&job->local, col);
+		push(L, col);
+		if (!recon_job_ident_ok(col))
+			rc = lerr(L, "not a valid SQL identifier");
+		else if (role >= 0)
+			rc = lerr(L, "the local side's '%s' column: a replay writes it itself",
+				  recon_col_name(role));
+		else if (json_is_string(t))
+			rc = check_template(L, json_string_value(t));
+		else if (!json_is_integer(t) && !json_is_null(t))
+			rc = lerr(L, "expected a template string, an integer or null");
+		if (rc == 0) {
+			char num[32];
+			x->column = recon_xstrdup(col);
+			if (json_is_integer(t)) {
+				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+					 json_integer_value(t));
+				x->text = recon_xstrdup(num);
+				x->number = true;
+			} else if (json_is_string(t)) {
+				x->text = recon_xstrdup(json_string_value(t));
+			}
+			a->nreplay_values++;
+		}
+		pop(L);
+		if (rc < 0)
+			break;
+	}
+	pop(L);
+	return rc;
+}
+
 /* "actions": writer, replay words, re-push event, guarded transition. */
 static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 {
-	static const char *const keys[] = {"enabled",	   "writer_dsn_env", "replay_status",
-					   "repush_event", "transition",     NULL};
+	static const char *const keys[] = {
+	    "enabled",	  "writer_dsn_env", "replay_status", "repush_event",
+	    "transition", "replay",	    "replay_values", NULL};
 	static const char *const tkeys[] = {"to", "from", NULL};
 	struct recon_actions_cfg *a = &job->actions;
 	json_t *v = json_object_get(root, "actions"), *rs, *tr;
@@ -1304,7 +1422,8 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 	if ((rc = check_keys(L, v, keys)) < 0 ||
 	    (rc = get_bool(L, v, "enabled", &a->enabled)) < 0 ||
 	    (rc = get_str(L, v, "writer_dsn_env", &a->writer_dsn_env)) < 0 ||
-	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0)
+	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0 ||
+	    (rc = get_replay(L, v, job)) < 0)
 		goto out;
 	if (a->writer_dsn_env) {
 		push(L, "writer_dsn_env");

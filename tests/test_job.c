@@ -1398,6 +1398,62 @@ static void test_job_config_text_stable(void **state)
 	recon_job_free(b);
 }
 
+/* actions.replay and actions.replay_values (issue 13: replays that fit real tables). */
+static void test_job_replay_values(void **state)
+{
+	static const struct bad_edit cases[] = {
+	    {"\"max_rejects\": 0,", "\"max_rejects\": 0, \"actions\": {\"replay\": \"upsert\"},",
+	     "actions.replay", "\"replay\": \"upsert\"", "expected \"insert\""},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"x\": \"{nope}\"}},",
+	     "actions.replay_values.x", "\"x\": \"{nope}\"",
+	     "unknown template variable at '{nope}'"},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"created_at\": \"{now}\"}},",
+	     "actions.replay_values.created_at", "\"created_at\": \"{now}\"",
+	     "the local side's 'time' column: a replay writes it itself"},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"a b\": \"x\"}},",
+	     "actions.replay_values.a b", "\"a b\": \"x\"", "not a valid SQL identifier"},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"f\": 1.5}},",
+	     "actions.replay_values.f", "\"f\": 1.5",
+	     "expected a template string, an integer or null"},
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	check_bad_edits(fx, cases, sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(load_edit(fx, "\"max_rejects\": 0,",
+				   "\"max_rejects\": 0, \"actions\": {\"replay\": \"outbox\", "
+				   "\"replay_values\": {\"updated_at\": \"{now}\", \"n\": 7, "
+				   "\"c\": null, \"t\": \"{key}/{txn_id} {{\"}},",
+				   &job, &err),
+			 RECON_ECONFIG); /* "{{" is not a variable */
+	assert_int_equal(load_edit(fx, "\"max_rejects\": 0,",
+				   "\"max_rejects\": 0, \"actions\": {\"replay\": \"outbox\", "
+				   "\"replay_values\": {\"updated_at\": \"{now}\", \"n\": 7, "
+				   "\"c\": null, \"t\": \"{key}/{txn_id}\"}},",
+				   &job, &err),
+			 0);
+	assert_int_equal(job->actions.replay, RECON_REPLAY_OUTBOX);
+	assert_int_equal(job->actions.nreplay_values, 4);
+	assert_string_equal(job->actions.replay_values[0].column, "updated_at");
+	assert_string_equal(job->actions.replay_values[0].text, "{now}");
+	assert_string_equal(job->actions.replay_values[1].text, "7");
+	assert_true(job->actions.replay_values[1].number);
+	assert_null(job->actions.replay_values[2].text);
+	assert_int_equal(recon_job_tvar("txn_id", 6), RECON_TVAR_TXN_ID);
+	assert_int_equal(recon_job_tvar("txn", 3), -1);
+	recon_job_free(job);
+	/* the default */
+	assert_int_equal(load_text(fx, fx->base, &job, &err), 0);
+	assert_int_equal(job->actions.replay, RECON_REPLAY_INSERT);
+	assert_int_equal(job->actions.nreplay_values, 0);
+	recon_job_free(job);
+}
+
 /* A failed load leaves err's first error alone and frees everything (ASan checks). */
 static void test_job_first_error_wins(void **state)
 {
@@ -1482,6 +1538,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_job_design_example_loads),
 	    T(test_job_paths_resolve_against_job_folder),
+	    T(test_job_replay_values),
 	    T(test_job_defaults),
 	    T(test_job_currency_upper_cased),
 	    T(test_job_durations_in_ms),
