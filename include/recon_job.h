@@ -121,8 +121,10 @@ struct recon_side {
 	char *cols[RECON_COL__COUNT]; /* column name per role; NULL when not mapped */
 	unsigned nkey;		      /* number of key parts, >= 1 */
 	char *tz_name;		      /* how this side writes its timestamps */
-	struct recon_tz *tz;	      /* loaded from tz_name (or the job's zone) */
-	char *currency;		      /* default currency for rows without one (upper case) */
+	char *time_format;   /* strftime-style form of its timestamps (recon_time_parse_format), or
+				NULL: the default YYYY-MM-DD HH:MM:SS[.fff] */
+	struct recon_tz *tz; /* loaded from tz_name (or the job's zone) */
+	char *currency;	     /* default currency for rows without one (upper case) */
 	struct recon_map status_map;  /* word -> enum recon_status */
 	struct recon_map entry_types; /* word -> enum recon_entry (needs cols[ENTRY_TYPE]) */
 	unsigned money_flags;	      /* RECON_MONEY_* for the amount columns */

@@ -618,14 +618,13 @@ out:
 	return rc;
 }
 
-static const char *const csv_keys[] = {"description", "encoding",	  "delimiter",
-				       "quote",	      "header",		  "skip_lines",
-				       "strip",	      "comment_prefixes", "stop_prefixes",
-				       "columns",     "entry_types",	  "status_map",
-				       "currency",    "timezone",	  "thousands",
-				       "alt_columns", "delimiter_guard",  "reject_empty",
-				       "zip_entry",   "zip_exclude",	  "totals",
-				       NULL};
+static const char *const csv_keys[] = {
+    "description",     "encoding",     "delimiter",   "quote",
+    "header",	       "skip_lines",   "strip",	      "comment_prefixes",
+    "stop_prefixes",   "columns",      "entry_types", "status_map",
+    "currency",	       "timezone",     "thousands",   "alt_columns",
+    "delimiter_guard", "reject_empty", "zip_entry",   "zip_exclude",
+    "totals",	       "time_format",  NULL};
 
 /* Role index for a name in "columns"/"alt_columns" (key parts excluded), or -1. */
 static int role_of(const char *role)
@@ -824,6 +823,23 @@ static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
 	return 0;
 }
 
+/* "time_format": how the side writes its timestamps (strftime-style), checked here. */
+static int get_time_format(struct loader *L, json_t *obj, struct recon_side *s)
+{
+	struct recon_err e;
+	int rc;
+
+	if ((rc = get_str(L, obj, "time_format", &s->time_format)) < 0 || !s->time_format)
+		return rc;
+	recon_err_init(&e);
+	if (recon_time_format_check(s->time_format, &e) < 0) {
+		push(L, "time_format");
+		rc = lerr(L, "%s", e.msg);
+		pop(L);
+	}
+	return rc;
+}
+
 /* Common per-side keys that both profiles and sides may carry. */
 static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, bool sql)
 {
@@ -834,7 +850,8 @@ static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, 
 		0 ||
 	    (rc = get_map(L, obj, "entry_types", entry_names, 5, &s->entry_types)) < 0 ||
 	    (rc = get_str(L, obj, "currency", &s->currency)) < 0 ||
-	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0)
+	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0 ||
+	    (rc = get_time_format(L, obj, s)) < 0)
 		return rc;
 	return 0;
 }
@@ -971,6 +988,7 @@ static const char *const side_keys[] = {"kind",
 					"zip_entry",
 					"zip_exclude",
 					"totals",
+					"time_format",
 					NULL};
 
 static bool env_name_ok(const char *s)
@@ -1227,6 +1245,7 @@ static void side_release(struct recon_side *s)
 	for (int c = 0; c < RECON_COL__COUNT; c++)
 		free(s->cols[c]);
 	free(s->tz_name);
+	free(s->time_format);
 	recon_tz_free(s->tz);
 	free(s->currency);
 	map_release(&s->status_map);

@@ -135,7 +135,7 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	if (!s)
 		return field_err(err, RECON_COL_TIME, "empty time");
 	recon_err_init(&e);
-	if (recon_time_parse(s, len, side->tz, &out->time, &e) < 0)
+	if (recon_time_parse_format(s, len, side->time_format, side->tz, &out->time, &e) < 0)
 		return field_err(err, RECON_COL_TIME, "%s", e.msg);
 	out->flags |= RECON_ROW_TIMED; /* known even when a later field is rejected */
 

@@ -305,8 +305,12 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		}
 
 	build_select(s, &sql);
-	recon_buf_addf(&sql, " WHERE `%s` >= ? AND `%s` < ?", side->cols[RECON_COL_TIME],
-		       side->cols[RECON_COL_TIME]);
+	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
+				  the whole table is read, and filtered once parsed */
+		recon_buf_adds(&sql, " WHERE ? IS NOT NULL AND ? IS NOT NULL");
+	else
+		recon_buf_addf(&sql, " WHERE `%s` >= ? AND `%s` < ?", side->cols[RECON_COL_TIME],
+			       side->cols[RECON_COL_TIME]);
 	if ((rc = prepare(s, &s->scan, sql.s, err)) < 0)
 		goto out;
 	if (!(meta = mysql_stmt_result_metadata(s->scan))) {
@@ -319,7 +323,9 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		s->cols[i].buf = recon_xmalloc(COL_BUF_INITIAL);
 		s->cols[i].type = fields[i].type;
 	}
-	if ((rc = bounds(s, s->cols[s->colidx[RECON_COL_TIME]].type, win, params, err)) < 0)
+	if ((rc = bounds(
+		 s, side->time_format ? MYSQL_TYPE_STRING : s->cols[s->colidx[RECON_COL_TIME]].type,
+		 win, params, err)) < 0)
 		goto out;
 
 	/* lookups by key, without a time bound, in the same snapshot */

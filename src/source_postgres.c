@@ -346,8 +346,12 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	}
 
 	build_select(s, &sql);
-	recon_buf_addf(&sql, " WHERE \"%s\" >= $1 AND \"%s\" < $2", side->cols[RECON_COL_TIME],
-		       side->cols[RECON_COL_TIME]);
+	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
+				  the whole table is read, and filtered once parsed */
+		recon_buf_adds(&sql, " WHERE $1::text IS NOT NULL AND $2::text IS NOT NULL");
+	else
+		recon_buf_addf(&sql, " WHERE \"%s\" >= $1 AND \"%s\" < $2",
+			       side->cols[RECON_COL_TIME], side->cols[RECON_COL_TIME]);
 	if ((rc = prepare(s, "recon_scan", sql.s, 2, &desc, err)) < 0)
 		goto out;
 	for (int c = 0; c < RECON_COL__COUNT; c++)

@@ -108,8 +108,12 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 	 */
 	recon_time_format_local(side->tz, win->read_start - RECON_MS_PER_DAY, lo, sizeof(lo));
 	recon_time_format_local(side->tz, win->read_end + RECON_MS_PER_DAY, hi, sizeof(hi));
-	recon_buf_addf(&sql, " WHERE \"%s\" >= ?1 AND \"%s\" < ?2", side->cols[RECON_COL_TIME],
-		       side->cols[RECON_COL_TIME]);
+	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
+				  the whole table is read, and filtered once parsed */
+		recon_buf_adds(&sql, " WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL");
+	else
+		recon_buf_addf(&sql, " WHERE \"%s\" >= ?1 AND \"%s\" < ?2",
+			       side->cols[RECON_COL_TIME], side->cols[RECON_COL_TIME]);
 	if (sqlite3_prepare_v2(s->db, sql.s, -1, &s->scan, NULL) != SQLITE_OK) {
 		rc = fail(s, err, RECON_EUNAVAIL, "cannot read the table");
 		goto out;

@@ -1454,6 +1454,31 @@ static void test_job_replay_values(void **state)
 	recon_job_free(job);
 }
 
+/* time_format on a side: checked at load (issue 13 #2). */
+static void test_job_time_format(void **state)
+{
+	static const struct bad_edit cases[] = {
+	    {"\"table\": \"payment_flow\",",
+	     "\"table\": \"payment_flow\", \"time_format\": \"%H:%M\",", "local.time_format",
+	     "\"time_format\": \"%H:%M\"", "names no date"},
+	    {"\"table\": \"payment_flow\",",
+	     "\"table\": \"payment_flow\", \"time_format\": \"%Y-%q\",", "local.time_format",
+	     "\"time_format\": \"%Y-%q\"", "unknown directive '%q'"},
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	check_bad_edits(fx, cases, sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(load_edit(fx, "\"table\": \"payment_flow\",",
+				   "\"table\": \"payment_flow\", \"time_format\": \"%s\",", &job,
+				   &err),
+			 0);
+	assert_string_equal(job->local.time_format, "%s");
+	assert_null(job->upstream.time_format);
+	recon_job_free(job);
+}
+
 /* A failed load leaves err's first error alone and frees everything (ASan checks). */
 static void test_job_first_error_wins(void **state)
 {
@@ -1539,6 +1564,7 @@ int main(void)
 	    cmocka_unit_test(test_job_design_example_loads),
 	    T(test_job_paths_resolve_against_job_folder),
 	    T(test_job_replay_values),
+	    T(test_job_time_format),
 	    T(test_job_defaults),
 	    T(test_job_currency_upper_cased),
 	    T(test_job_durations_in_ms),
