@@ -21,6 +21,7 @@
 struct recon_tz;
 
 #define RECON_KEY_PARTS_MAX 4
+#define RECON_FIRST_OF_MAX  8  /* columns a {"first_of": [...]} key may name */
 #define RECON_NAME_MAX	    64 /* identifiers: job, table and column names */
 
 enum recon_kind {
@@ -120,6 +121,9 @@ struct recon_side {
 	char *dsn_env; /* postgres, mysql: environment variable holding the DSN */
 	char *cols[RECON_COL__COUNT]; /* column name per role; NULL when not mapped */
 	unsigned nkey;		      /* number of key parts, >= 1 */
+	char **key_first_of;	      /* {"first_of": [...]}: NULL-terminated columns whose first
+					 non-empty one is the key (cols[KEY0] is the first; nkey 1),
+					 or NULL */
 	char *tz_name;		      /* how this side writes its timestamps */
 	char *time_format;   /* strftime-style form of its timestamps (recon_time_parse_format), or
 				NULL: the default YYYY-MM-DD HH:MM:SS[.fff] */

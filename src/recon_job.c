@@ -520,7 +520,61 @@ out:
 static const char *const status_names[] = {"success", "refunded", "closed", "pending"};
 static const char *const entry_names[] = {"payment", "refund", "revoke", "keyless", "ignore"};
 
-/* "columns": role -> column name; "key" may be an array (composite key). */
+/* Drops the key's columns, alternatives and first_of list (before a new mapping). */
+static void clear_key(struct recon_side *s)
+{
+	for (int i = 0; i < RECON_KEY_PARTS_MAX; i++) {
+		free(s->cols[RECON_COL_KEY0 + i]);
+		s->cols[RECON_COL_KEY0 + i] = NULL;
+		free_strv(s->alt_cols[RECON_COL_KEY0 + i]);
+		s->alt_cols[RECON_COL_KEY0 + i] = NULL;
+	}
+	free_strv(s->key_first_of);
+	s->key_first_of = NULL;
+}
+
+/*
+ * "key": {"first_of": [col, ...]}: the first non-empty of 2 to
+ * RECON_FIRST_OF_MAX columns (Stripe rows carry the order id in one of
+ * several metadata columns).
+ */
+static int get_first_of(struct loader *L, json_t *v, struct recon_side *s, bool sql)
+{
+	static const char *const keys[] = {"first_of", NULL};
+	json_t *a = json_object_get(v, "first_of"), *e;
+	size_t i;
+	int rc;
+
+	if ((rc = check_keys(L, v, keys)) < 0)
+		return rc;
+	push(L, "first_of");
+	if (!json_is_array(a) || json_array_size(a) < 2 ||
+	    json_array_size(a) > RECON_FIRST_OF_MAX) {
+		rc = lerr(L, "expected an array of 2 to %d column names", RECON_FIRST_OF_MAX);
+		pop(L);
+		return rc;
+	}
+	json_array_foreach(a, i, e)
+	{
+		if (!json_is_string(e) || !json_string_length(e) ||
+		    (sql && !recon_job_ident_ok(json_string_value(e)))) {
+			rc = lerr(L, "element %zu: expected a%s column name", i,
+				  sql ? " valid SQL" : "");
+			pop(L);
+			return rc;
+		}
+	}
+	pop(L);
+	clear_key(s);
+	rc = get_strv(L, v, "first_of", &s->key_first_of);
+	if (rc == 0) {
+		s->cols[RECON_COL_KEY0] = recon_xstrdup(s->key_first_of[0]);
+		s->nkey = 1;
+	}
+	return rc;
+}
+
+/* "columns": role -> column name; "key" may be an array (composite key) or {"first_of": [...]}. */
 static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool sql)
 {
 	json_t *cols = json_object_get(obj, "columns"), *v;
@@ -547,12 +601,7 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 				pop(L);
 				goto out;
 			}
-			for (i = 0; i < RECON_KEY_PARTS_MAX; i++) {
-				free(s->cols[RECON_COL_KEY0 + i]);
-				s->cols[RECON_COL_KEY0 + i] = NULL;
-				free_strv(s->alt_cols[RECON_COL_KEY0 + i]);
-				s->alt_cols[RECON_COL_KEY0 + i] = NULL;
-			}
+			clear_key(s);
 			json_array_foreach(v, i, e)
 			{
 				if (!json_is_string(e) || !json_string_length(e) ||
@@ -566,6 +615,13 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 			}
 			s->nkey = (unsigned)n;
 			pop(L);
+			continue;
+		}
+		if (!strcmp(role, "key") && json_is_object(v)) {
+			rc = get_first_of(L, v, s, sql);
+			pop(L);
+			if (rc < 0)
+				goto out;
 			continue;
 		}
 		for (c = 0; c < RECON_COL__COUNT; c++)
@@ -604,6 +660,8 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 					free(s->cols[RECON_COL_KEY0 + i]);
 					s->cols[RECON_COL_KEY0 + i] = NULL;
 				}
+				free_strv(s->key_first_of);
+				s->key_first_of = NULL;
 				s->nkey = 1;
 			}
 		}
@@ -1246,6 +1304,7 @@ static void side_release(struct recon_side *s)
 		free(s->cols[c]);
 	free(s->tz_name);
 	free(s->time_format);
+	free_strv(s->key_first_of);
 	recon_tz_free(s->tz);
 	free(s->currency);
 	map_release(&s->status_map);

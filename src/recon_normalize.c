@@ -59,6 +59,15 @@ static int join_key(const struct recon_side *side, const struct recon_raw_row *r
 		len = raw->len[c];
 		if (s)
 			trim(side, &s, &len);
+		if ((!s || !len) && side->key_first_of) {
+			char names[200] = "";
+			for (size_t k = 0; side->key_first_of[k]; k++) {
+				size_t used = strlen(names);
+				snprintf(names + used, sizeof(names) - used, "%s'%s'",
+					 k ? ", " : "", side->key_first_of[k]);
+			}
+			return field_err(err, c, "empty key: none of %s holds a value", names);
+		}
 		if (!s || !len)
 			return field_err(err, c, "empty key '%s'", side->cols[c]);
 		for (size_t j = 0; j < len; j++) {

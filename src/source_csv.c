@@ -104,9 +104,11 @@ struct csv_source {
 	unsigned char strip[256];
 	bool pfx_first[256]; /* first bytes of any stop or comment prefix */
 	struct csv_prefixes stop, comment;
-	size_t col[RECON_COL__COUNT]; /* 0-based column per role, or CSV_NO_COL */
-	size_t need;		      /* header=false: fields needed (largest position) */
-	size_t nfields;		      /* expected field count, 0 while unknown */
+	size_t col[RECON_COL__COUNT];	     /* 0-based column per role, or CSV_NO_COL */
+	size_t first_of[RECON_FIRST_OF_MAX]; /* a {"first_of": [...]} key's columns */
+	size_t nfirst_of;
+	size_t need;	/* header=false: fields needed (largest position) */
+	size_t nfields; /* expected field count, 0 while unknown */
 	bool header_done;
 	bool seen_record; /* a record (header or data) was read: later comments are footer */
 	bool done;
@@ -727,6 +729,17 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 					     also, recon_col_name((enum recon_col)r));
 		}
 	}
+	/* a first_of key: every column it names is in the header */
+	for (size_t k = 0; side->key_first_of && side->key_first_of[k]; k++) {
+		const char *cand = side->key_first_of[k];
+		int found = find_column(s, cand, &s->first_of[k]);
+
+		if (found <= 0)
+			return recon_err_set(
+			    err, RECON_EINPUT, where, "column '%s' (role 'key', first_of) %s", cand,
+			    found ? "appears more than once in header" : "not found in header");
+		s->nfirst_of = k + 1;
+	}
 	if (s->totals) {
 		recon_grow((void **)&s->cells, &s->acells, s->nf + 1, sizeof(*s->cells));
 		for (size_t i = 0; i < s->nf; i++)
@@ -736,6 +749,34 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 	s->nfields = s->nf;
 	s->header_done = true;
 	return 0;
+}
+
+/* A {"first_of": [...]} key: the first of its columns that is not empty once trimmed. */
+static void first_of_key(struct csv_source *s, struct recon_raw_row *row)
+{
+	for (size_t k = 0; k < s->nfirst_of; k++) {
+		size_t c = s->first_of[k];
+		const char *p;
+		size_t n;
+
+		if (c >= s->nf)
+			continue;
+		p = s->fbase + s->f[c].off;
+		n = s->f[c].len;
+		while (n && (s->strip[(unsigned char)*p] || *p == ' ' || *p == '\t')) {
+			p++;
+			n--;
+		}
+		while (n &&
+		       (s->strip[(unsigned char)p[n - 1]] || p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n) {
+			row->val[RECON_COL_KEY0] = p;
+			row->len[RECON_COL_KEY0] = n;
+			return;
+		}
+	}
+	/* all empty: normalize rejects the row ("empty key") */
 }
 
 static void build_row(struct csv_source *s)
@@ -778,6 +819,8 @@ static void build_row(struct csv_source *s)
 		row->val[r] = p;
 		row->len[r] = n;
 	}
+	if (s->nfirst_of)
+		first_of_key(s, row);
 	row->line = s->rec_line;
 	row->reject = s->reason[0] ? s->reason : NULL;
 }
@@ -913,6 +956,12 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 		for (const char *p = side->strip; *p; p++)
 			s->strip[(unsigned char)*p] = 1;
 	}
+	if (side->key_first_of && !side->header)
+		return recon_err_set(
+		    err, RECON_ECONFIG, NULL,
+		    "%s side: a {\"first_of\": [...]} key names header columns: the "
+		    "csv needs a header",
+		    role);
 	for (int r = 0; r < RECON_COL__COUNT; r++) {
 		const char *name = side->cols[r];
 		unsigned long pos = 0;

@@ -331,16 +331,20 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	/* lookups by key, without a time bound, in the same snapshot */
 	recon_buf_reset(&sql);
 	build_select(s, &sql);
-	for (unsigned i = 0; i < side->nkey; i++)
-		recon_buf_addf(&sql, "%s`%s` = ?", i ? " AND " : " WHERE ",
-			       side->cols[RECON_COL_KEY0 + i]);
+	for (unsigned i = 0; i < side->nkey; i++) {
+		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
+		recon_source_sql_key(side, '`', i, &sql);
+		recon_buf_adds(&sql, " = ?");
+	}
 	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0)
 		goto out;
 	if (side->nkey == 1) {
 		/* many keys in one query; a short batch repeats its last key */
 		recon_buf_reset(&sql);
 		build_select(s, &sql);
-		recon_buf_addf(&sql, " WHERE `%s` IN (", side->cols[RECON_COL_KEY0]);
+		recon_buf_adds(&sql, " WHERE ");
+		recon_source_sql_key(side, '`', 0, &sql);
+		recon_buf_adds(&sql, " IN (");
 		for (unsigned i = 0; i < RECON_LOOKUP_BATCH; i++)
 			recon_buf_adds(&sql, i ? ", ?" : "?");
 		recon_buf_addc(&sql, ')');

@@ -368,9 +368,11 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	/* lookups by key, without a time bound, in the same snapshot */
 	recon_buf_reset(&sql);
 	build_select(s, &sql);
-	for (unsigned i = 0; i < side->nkey; i++)
-		recon_buf_addf(&sql, "%s\"%s\" = $%u", i ? " AND " : " WHERE ",
-			       side->cols[RECON_COL_KEY0 + i], i + 1);
+	for (unsigned i = 0; i < side->nkey; i++) {
+		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
+		recon_source_sql_key(side, '"', i, &sql);
+		recon_buf_addf(&sql, " = $%u", i + 1);
+	}
 	if ((rc = prepare(s, "recon_lookup", sql.s, (int)side->nkey, &desc, err)) < 0)
 		goto out;
 	for (unsigned i = 0; i < side->nkey && i < RECON_KEY_PARTS_MAX; i++)
@@ -381,7 +383,9 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 		desc = NULL;
 		recon_buf_reset(&sql);
 		build_select(s, &sql);
-		recon_buf_addf(&sql, " WHERE \"%s\" = ANY ($1)", side->cols[RECON_COL_KEY0]);
+		recon_buf_adds(&sql, " WHERE ");
+		recon_source_sql_key(side, '"', 0, &sql);
+		recon_buf_adds(&sql, " = ANY ($1)");
 		if ((rc = prepare(s, "recon_lookup_many", sql.s, 1, &desc, err)) < 0)
 			goto out;
 	}

@@ -123,9 +123,11 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 	/* lookups by key, without a time bound */
 	recon_buf_reset(&sql);
 	build_select(s, &sql);
-	for (unsigned i = 0; i < side->nkey; i++)
-		recon_buf_addf(&sql, "%s\"%s\" = ?%u", i ? " AND " : " WHERE ",
-			       side->cols[RECON_COL_KEY0 + i], i + 1);
+	for (unsigned i = 0; i < side->nkey; i++) {
+		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
+		recon_source_sql_key(side, '"', i, &sql);
+		recon_buf_addf(&sql, " = ?%u", i + 1);
+	}
 	if (sqlite3_prepare_v2(s->db, sql.s, -1, &s->lookup, NULL) != SQLITE_OK) {
 		rc = fail(s, err, RECON_EUNAVAIL, "cannot read the table");
 		goto out;

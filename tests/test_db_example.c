@@ -634,6 +634,82 @@ static void test_db_example_lookup_other_key(void **state)
 	json_decref(got);
 }
 
+/*
+ * A {"first_of": [...]} key and a "%s" time_format on a database flow, in
+ * PostgreSQL and MariaDB: the select and the lookup by key read the same
+ * first non-empty column (F-3, days older than the window, is found by the
+ * lookup through that expression), epoch seconds are instants.
+ */
+static void first_of_variant(struct fx *fx, const char *kind, const char *env, const char *name)
+{
+	char job[512], path[600];
+	json_t *j, *got, *local;
+	FILE *f;
+	char *text;
+
+	variant_dir(fx, name, job, sizeof(job));
+	snprintf(path, sizeof(path), "%s/%s/statements/" DATE ".csv", fx->dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("trade_time,transaction_id,out_trade_no,entry_type,amount,refund_id,currency\n"
+	      "2024-01-16 10:00:05,4200000001202401160091,F-1,PAYMENT,10.00,,CNY\n"
+	      "2024-01-16 11:00:05,4200000001202401160092,F-2,PAYMENT,20.00,,CNY\n"
+	      "2024-01-16 12:00:05,4200000001202401160093,F-3,PAYMENT,30.00,,CNY\n"
+	      "2024-01-16 13:00:05,4200000001202401160094,F-4,PAYMENT,40.00,,CNY\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	j = example_job(fx);
+	local = json_pack("{s:s, s:s, s:s, s:s, s:{s:{s:[s,s]}, s:s, s:s, s:s, s:s}}", "kind", kind,
+			  "dsn_env", env, "table", "flow_fo", "time_format", "%s", "columns", "key",
+			  "first_of", "order_ref", "legacy_ref", "amount_minor", "amount_cents",
+			  "currency", "currency", "status", "status", "time", "created_at");
+	json_object_set_new(j, "local", local);
+	save_job(j, job);
+	got = differences(fx, job);
+	text = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+	if (json_array_size(got) != 1 ||
+	    strcmp(json_string_value(json_object_get(json_array_get(got, 0), "key")), "F-4") ||
+	    strcmp(json_string_value(json_object_get(json_array_get(got, 0), "class")),
+		   "amount_mismatch"))
+		fail_msg("%s: want only F-4 amount_mismatch, got %s", name, text);
+	free(text);
+	json_decref(got);
+}
+
+/* 2024-01-16 10:00:06 +08:00 = 1705370406; F-3 on 2024-01-06 */
+#define FLOW_FO_ROWS                                                                               \
+	"INSERT INTO flow_fo VALUES ('F-1', NULL, 1000, 'CNY', 'PAID', 1705370406), "              \
+	"('', 'F-2', 2000, 'CNY', 'PAID', 1705374006), "                                           \
+	"(NULL, 'F-3', 3000, 'CNY', 'PAID', 1704506406), "                                         \
+	"('F-4', 'X-4', 4100, 'CNY', 'PAID', 1705381206)"
+
+static void test_db_example_first_of_epoch(void **state)
+{
+	struct fx *fx = *state;
+	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
+	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
+	PGconn *c = PQconnectdb(pg);
+	MYSQL *m;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS flow_fo");
+	pg_exec(c, "CREATE TABLE flow_fo (order_ref text, legacy_ref text, amount_cents bigint, "
+		   "currency char(3), status text, created_at bigint)");
+	pg_exec(c, FLOW_FO_ROWS);
+	PQfinish(c);
+	first_of_variant(fx, "postgres", "RECON_TEST_PG_DSN", "pg_first_of");
+
+	m = my_connect(my);
+	my_exec(m, "DROP TABLE IF EXISTS flow_fo");
+	my_exec(m, "CREATE TABLE flow_fo (order_ref varchar(64), legacy_ref varchar(64), "
+		   "amount_cents bigint, currency char(3), status varchar(16), created_at bigint)");
+	my_exec(m, FLOW_FO_ROWS);
+	mysql_close(m);
+	first_of_variant(fx, "mysql", "RECON_TEST_MYSQL_DSN", "my_first_of");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +718,7 @@ int main(void)
 	    cmocka_unit_test(test_db_example_upstream_databases),
 	    cmocka_unit_test(test_db_example_outages),
 	    cmocka_unit_test(test_db_example_lookup_other_key),
+	    cmocka_unit_test(test_db_example_first_of_epoch),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1479,6 +1479,39 @@ static void test_job_time_format(void **state)
 	recon_job_free(job);
 }
 
+/* {"first_of": [...]} key roles (issue 13 #3). */
+static void test_job_key_first_of(void **state)
+{
+	static const struct bad_edit cases[] = {
+	    {"\"key\": \"out_trade_no\"", "\"key\": {\"first_of\": [\"a\"]}",
+	     "local.columns.key.first_of", NULL, "expected an array of 2 to 8 column names"},
+	    {"\"key\": \"out_trade_no\"", "\"key\": {\"first_of\": [\"a\", \"b c\"]}",
+	     "local.columns.key.first_of", NULL, "element 1: expected a valid SQL column name"},
+	    {"\"key\": \"out_trade_no\"", "\"key\": {\"last_of\": [\"a\", \"b\"]}",
+	     "local.columns.key.last_of", NULL, "unknown key"},
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = load_edit(fx, cases[i].find, cases[i].repl, &job, &err);
+		assert_int_equal(rc, RECON_ECONFIG);
+		assert_null(job);
+		assert_non_null(strstr(err.where, cases[i].key));
+		assert_non_null(strstr(err.msg, cases[i].msg));
+	}
+	assert_int_equal(load_edit(fx, "\"key\": \"out_trade_no\"",
+				   "\"key\": {\"first_of\": [\"order_ref\", \"legacy_ref\"]}", &job,
+				   &err),
+			 0);
+	assert_int_equal(job->local.nkey, 1);
+	assert_string_equal(job->local.cols[RECON_COL_KEY0], "order_ref");
+	assert_string_equal(job->local.key_first_of[1], "legacy_ref");
+	assert_null(job->local.key_first_of[2]);
+	recon_job_free(job);
+}
+
 /* A failed load leaves err's first error alone and frees everything (ASan checks). */
 static void test_job_first_error_wins(void **state)
 {
@@ -1565,6 +1598,7 @@ int main(void)
 	    T(test_job_paths_resolve_against_job_folder),
 	    T(test_job_replay_values),
 	    T(test_job_time_format),
+	    T(test_job_key_first_of),
 	    T(test_job_defaults),
 	    T(test_job_currency_upper_cased),
 	    T(test_job_durations_in_ms),
