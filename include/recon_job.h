@@ -108,6 +108,8 @@ struct recon_totals_group {
 struct recon_totals_rule {
 	enum recon_totals_in in; /* RECON_TOTALS_NONE: the statement carries none */
 	bool required;		 /* a file without them is truncated: bad input */
+	char **informational;	 /* NULL-terminated labels the layouts carry that are not checked
+				    (every other label is a count or a sum, or fails the run) */
 	struct recon_totals_group *groups;
 	size_t ngroups;
 };
@@ -150,6 +152,7 @@ struct recon_side {
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
+	char **totals_ignore; /* NULL-terminated: labels the job marks as not to be checked */
 };
 
 /* How a missing order is replayed (actions.replay). */

@@ -677,12 +677,12 @@ out:
 }
 
 static const char *const csv_keys[] = {
-    "description",     "encoding",     "delimiter",   "quote",
-    "header",	       "skip_lines",   "strip",	      "comment_prefixes",
-    "stop_prefixes",   "columns",      "entry_types", "status_map",
-    "currency",	       "timezone",     "thousands",   "alt_columns",
-    "delimiter_guard", "reject_empty", "zip_entry",   "zip_exclude",
-    "totals",	       "time_format",  NULL};
+    "description",     "encoding",     "delimiter",	"quote",
+    "header",	       "skip_lines",   "strip",		"comment_prefixes",
+    "stop_prefixes",   "columns",      "entry_types",	"status_map",
+    "currency",	       "timezone",     "thousands",	"alt_columns",
+    "delimiter_guard", "reject_empty", "zip_entry",	"zip_exclude",
+    "totals",	       "time_format",  "totals_ignore", NULL};
 
 /* Role index for a name in "columns"/"alt_columns" (key parts excluded), or -1. */
 static int role_of(const char *role)
@@ -772,6 +772,7 @@ static void totals_release(struct recon_totals_rule *t)
 		free(g->sums);
 	}
 	free(t->groups);
+	free_strv(t->informational);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -781,7 +782,8 @@ static void totals_release(struct recon_totals_rule *t)
  */
 static int get_totals(struct loader *L, json_t *obj, struct recon_side *s)
 {
-	static const char *const keys[] = {"in", "required", "groups", "description", NULL};
+	static const char *const keys[] = {"in",	  "required",	   "groups",
+					   "description", "informational", NULL};
 	static const char *const gkeys[] = {"count", "entry_type", "sums", NULL};
 	json_t *t = json_object_get(obj, "totals"), *groups, *g;
 	char *in = NULL;
@@ -799,7 +801,8 @@ static int get_totals(struct loader *L, json_t *obj, struct recon_side *s)
 		goto out;
 	}
 	if ((rc = check_keys(L, t, keys)) < 0 || (rc = get_str(L, t, "in", &in)) < 0 ||
-	    (rc = get_bool(L, t, "required", &s->totals.required)) < 0)
+	    (rc = get_bool(L, t, "required", &s->totals.required)) < 0 ||
+	    (rc = get_strv(L, t, "informational", &s->totals.informational)) < 0)
 		goto out;
 	push(L, "in");
 	if (in && !strcmp(in, "trailer"))
@@ -865,7 +868,8 @@ static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
 	    (rc = get_bool(L, obj, "reject_empty", &s->reject_empty)) < 0 ||
 	    (rc = get_str(L, obj, "zip_entry", &s->zip_entry)) < 0 ||
 	    (rc = get_str(L, obj, "zip_exclude", &s->zip_exclude)) < 0 ||
-	    (rc = get_totals(L, obj, s)) < 0)
+	    (rc = get_totals(L, obj, s)) < 0 ||
+	    (rc = get_strv(L, obj, "totals_ignore", &s->totals_ignore)) < 0)
 		return rc;
 	if (skip > 1000) {
 		push(L, "skip_lines");
@@ -1047,6 +1051,7 @@ static const char *const side_keys[] = {"kind",
 					"zip_exclude",
 					"totals",
 					"time_format",
+					"totals_ignore",
 					NULL};
 
 static bool env_name_ok(const char *s)
@@ -1165,12 +1170,22 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 	    (rc = get_str(L, obj, "dsn_env", &s->dsn_env)) < 0)
 		goto out;
 	if (sql) {
-		static const char *const csv_only[] = {
-		    "encoding",		"delimiter",	 "quote",
-		    "header",		"skip_lines",	 "strip",
-		    "comment_prefixes", "stop_prefixes", "alt_columns",
-		    "delimiter_guard",	"reject_empty",	 "zip_entry",
-		    "zip_exclude",	"totals",	 NULL};
+		static const char *const csv_only[] = {"encoding",
+						       "delimiter",
+						       "quote",
+						       "header",
+						       "skip_lines",
+						       "strip",
+						       "comment_prefixes",
+						       "stop_prefixes",
+						       "alt_columns",
+						       "delimiter_guard",
+						       "reject_empty",
+						       "zip_entry",
+						       "zip_exclude",
+						       "totals",
+						       "totals_ignore",
+						       NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
 				push(L, csv_only[i]);
@@ -1318,6 +1333,7 @@ static void side_release(struct recon_side *s)
 	free(s->zip_entry);
 	free(s->zip_exclude);
 	totals_release(&s->totals);
+	free_strv(s->totals_ignore);
 }
 
 void recon_job_free(struct recon_job *job)
