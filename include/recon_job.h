@@ -252,6 +252,15 @@ void recon_job_free(struct recon_job *job);
  */
 char *recon_job_expand_path(const char *tmpl, int64_t day);
 
+/*
+ * `run --upstream FILE|-`: the statement of this one run is FILE ('-':
+ * standard input) instead of the job's path. The one change made to a job
+ * after loading, by the command line before any window runs. RECON_EUSAGE
+ * when the upstream is not a csv source.
+ */
+RECON_MUSTCHECK int recon_job_override_upstream(struct recon_job *job, const char *path,
+						struct recon_err *err);
+
 /* True when s is a safe SQL identifier: [A-Za-z_][A-Za-z0-9_$]{0,63} (no quoting tricks). */
 bool recon_job_ident_ok(const char *s);
 

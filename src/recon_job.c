@@ -58,6 +58,20 @@ int recon_map_get(const struct recon_map *m, const char *s, size_t len)
 	return -1;
 }
 
+int recon_job_override_upstream(struct recon_job *job, const char *path, struct recon_err *err)
+{
+	if (job->upstream.kind != RECON_KIND_CSV)
+		return recon_err_set(err, RECON_EUSAGE, "--upstream",
+				     "replaces a statement file, and the upstream is a %s source",
+				     recon_kind_name(job->upstream.kind));
+	if (!path[0])
+		return recon_err_set(err, RECON_EUSAGE, "--upstream", "expected a file or '-'");
+	free(job->upstream.path);
+	/* standard input: a pipe is read once (recon_run reads it again only if a regular file) */
+	job->upstream.path = recon_xstrdup(strcmp(path, "-") ? path : "/dev/stdin");
+	return 0;
+}
+
 bool recon_job_ident_ok(const char *s)
 {
 	size_t n = 0;

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include <csv.h>
+#include <jansson.h>
 
 #include "recon_buf.h"
 #include "recon_job.h"
@@ -138,6 +139,7 @@ struct csv_source {
 	/* Provider layouts, provenance and control totals. */
 	char dguard;		     /* side->delim_guard */
 	struct recon_zip *zip;	     /* a .zip input: bytes come inflated from its member */
+	struct recon_gz *gz;	     /* a .gz input: bytes come inflated from the stream */
 	struct recon_sha256 sha;     /* of the file's bytes as read */
 	bool sha_done;		     /* the whole file went through sha */
 	struct recon_totals *totals; /* NULL: the side states none */
@@ -169,8 +171,9 @@ static int fill(struct csv_source *s, struct recon_err *err)
 			s->cap = cap;
 		}
 	}
-	if (s->zip) {
-		long z = recon_zip_read(s->zip, s->buf + s->end, CSV_BLOCK, err);
+	if (s->zip || s->gz) {
+		long z = s->zip ? recon_zip_read(s->zip, s->buf + s->end, CSV_BLOCK, err)
+				: recon_zip_gz_read(s->gz, s->buf + s->end, CSV_BLOCK, err);
 
 		if (z < 0)
 			return (int)z;
@@ -691,6 +694,156 @@ static int find_column(const struct csv_source *s, const char *name, size_t *at)
 	return found ? 1 : 0;
 }
 
+static bool is_utf8_name(const char *enc);
+
+/* The first bytes of a plain file as stored (not a .zip or .gz), NUL-terminated; 0 if none. */
+static size_t raw_head(const struct csv_source *s, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (s->zip || s->gz || s->fd < 0 || size < 2)
+		return 0;
+	n = pread(s->fd, buf, size - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+/* The text between <tag> and </tag> in an XML reply, CDATA unwrapped, into out. */
+static bool xml_text(const char *x, const char *tag, char *out, size_t size)
+{
+	char open[48], close[48];
+	const char *a, *b;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	if (!(a = strstr(x, open)) || !(b = strstr(a, close)))
+		return false;
+	a += strlen(open);
+	if (!strncmp(a, "<![CDATA[", 9) && b - a >= 12 && !strncmp(b - 3, "]]>", 3)) {
+		a += 9;
+		b -= 3;
+	}
+	snprintf(out, size, "%.*s", (int)(b - a < 120 ? b - a : 120), a);
+	return true;
+}
+
+/* sub_msg, msg or code of an error reply object, at the top or one level down (Alipay). */
+static bool json_reply(json_t *o, char *out, size_t size)
+{
+	static const char *const keys[] = {"sub_msg", "return_msg", "msg",
+					   "message", "sub_code",   "code"};
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(o))
+		return false;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = json_object_get(o, keys[i]);
+		if (json_is_string(v)) {
+			snprintf(out, size, "%.120s", json_string_value(v));
+			return true;
+		}
+	}
+	json_object_foreach(o, k, v)
+	{
+		if (json_is_object(v) && json_reply(v, out, size))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A provider's error reply saved in place of the statement (WeChat's XML
+ * "No Bill Exist", Alipay's error JSON): what the provider answered, or false.
+ */
+static bool provider_reply(const char *head, char *out, size_t size)
+{
+	const char *p = head;
+	bool found = false;
+
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	if (*p == '<')
+		return xml_text(p, "return_msg", out, size) ||
+		       xml_text(p, "err_code_des", out, size) ||
+		       xml_text(p, "return_code", out, size);
+	if (*p == '{') {
+		json_t *o = json_loads(p, JSON_DISABLE_EOF_CHECK, NULL);
+		found = json_reply(o, out, size);
+		json_decref(o);
+	}
+	return found;
+}
+
+/*
+ * Why a header may lack `name` though the file is a statement: it reads as
+ * another encoding. A hint for the message ("" when nothing tells).
+ */
+static void encoding_hint(const struct csv_source *s, const char *head, size_t n, const char *name,
+			  char *out, size_t size)
+{
+	static const char *const guesses[] = {"GB18030", "BIG5"};
+	const char *enc = s->side->encoding;
+
+	out[0] = '\0';
+	if (!is_utf8_name(enc)) {
+		/* the profile reads GBK (say), the bytes hold the name in UTF-8 */
+		if (strstr(head, name) && utf8_bad((const unsigned char *)head, n) == SIZE_MAX)
+			snprintf(out, size,
+				 ": this looks like UTF-8; the profile reads %s: set \"encoding\": "
+				 "\"UTF-8\" on the side",
+				 enc);
+		return;
+	}
+	/* the profile reads UTF-8, the name shows up once the bytes are read as GBK */
+	for (size_t g = 0; g < sizeof(guesses) / sizeof(guesses[0]); g++) {
+		const char *shown = g == 0 ? "GBK" : guesses[g];
+		iconv_t cd = iconv_open("UTF-8", guesses[g]);
+		char conv[8192], *in = (char *)head, *o = conv;
+		size_t il = n, ol = sizeof(conv) - 1;
+
+		if (cd == (iconv_t)-1)
+			continue;
+		(void)iconv(cd, &in, &il, &o, &ol);
+		iconv_close(cd);
+		*o = '\0';
+		if (strstr(conv, name)) {
+			snprintf(out, size,
+				 ": this looks like %s; the profile reads UTF-8: set \"encoding\": "
+				 "\"%s\" on the side",
+				 shown, shown);
+			return;
+		}
+	}
+}
+
+/*
+ * The header lacks a column: say why when the file tells. A provider's error
+ * reply is RECON_EUNAVAIL (the statement is not there yet, or the day had no
+ * trades); else RECON_EINPUT, with an encoding hint when one fits.
+ */
+static int header_missing(struct csv_source *s, const char *where, const char *name,
+			  const char *also, int role, struct recon_err *err)
+{
+	char head[4096], said[160], hint[160] = "";
+	size_t n = raw_head(s, head, sizeof(head));
+
+	if (n && provider_reply(head, said, sizeof(said)))
+		return recon_err_set(
+		    err, RECON_EUNAVAIL, where,
+		    "the provider answered: %s: this file is its error reply, not a "
+		    "statement; download the bill again (a day without trades has an "
+		    "empty bill, which reconciles as no entries)",
+		    said);
+	if (n)
+		encoding_hint(s, head, n, name, hint, sizeof(hint));
+	return recon_err_set(err, RECON_EINPUT, where,
+			     "column '%s'%s (role '%s') not found in header%s", name, also,
+			     recon_col_name((enum recon_col)role), hint);
+}
+
 static int process_header(struct csv_source *s, struct recon_err *err)
 {
 	const struct recon_side *side = s->side;
@@ -724,9 +877,7 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 				size_t used = strlen(also);
 				snprintf(also + used, sizeof(also) - used, " or '%s'", alt[k]);
 			}
-			return recon_err_set(err, RECON_EINPUT, where,
-					     "column '%s'%s (role '%s') not found in header", name,
-					     also, recon_col_name((enum recon_col)r));
+			return header_missing(s, where, name, also, r, err);
 		}
 	}
 	/* a first_of key: every column it names is in the header */
@@ -734,10 +885,13 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 		const char *cand = side->key_first_of[k];
 		int found = find_column(s, cand, &s->first_of[k]);
 
-		if (found <= 0)
-			return recon_err_set(
-			    err, RECON_EINPUT, where, "column '%s' (role 'key', first_of) %s", cand,
-			    found ? "appears more than once in header" : "not found in header");
+		if (found < 0)
+			return recon_err_set(err, RECON_EINPUT, where,
+					     "column '%s' (role 'key', first_of) appears more than "
+					     "once in header",
+					     cand);
+		if (!found)
+			return header_missing(s, where, cand, " (first_of)", RECON_COL_KEY0, err);
 		s->nfirst_of = k + 1;
 	}
 	if (s->totals) {
@@ -1050,6 +1204,11 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 			if (ret < 0)
 				goto out;
 			s->sha_done = true;
+		} else if (n > 0 && recon_zip_gz_magic(head, (size_t)n)) {
+			/* hashed as stored, as it streams by (sha_done at the end) */
+			ret = recon_zip_gz_open(&s->gz, s->fd, s->path, &s->sha, err);
+			if (ret < 0)
+				goto out;
 		}
 	}
 	s->totals = recon_totals_new(side);
@@ -1098,6 +1257,7 @@ static void csv_close(struct recon_source *src)
 	recon_buf_release(&s->trailer);
 	free(s->footer_lines);
 	recon_zip_close(s->zip);
+	recon_zip_gz_close(s->gz);
 	recon_totals_free(s->totals);
 	free(s->cells);
 	free(s->path);
