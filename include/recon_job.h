@@ -47,6 +47,9 @@ enum recon_entry {
 	RECON_ENTRY_REVOKE = 2,
 	RECON_ENTRY_KEYLESS = 3, /* fee, payout, adjustment: skipped and counted */
 	RECON_ENTRY_IGNORE = 4,	 /* rows the profile says carry no money movement */
+	/* money a refund-like entry took comes back (Stripe dispute_reversal, refund_failure):
+	   normalized to a RECON_ENTRY_REFUND with a negative amount, so it offsets the refund */
+	RECON_ENTRY_REFUND_REVERSAL = 5,
 };
 
 /* Column roles: what a source column means. A side maps each role to a column name. */

@@ -532,7 +532,8 @@ out:
 }
 
 static const char *const status_names[] = {"success", "refunded", "closed", "pending"};
-static const char *const entry_names[] = {"payment", "refund", "revoke", "keyless", "ignore"};
+static const char *const entry_names[] = {"payment", "refund", "revoke",
+					  "keyless", "ignore", "refund_reversal"};
 
 /* Drops the key's columns, alternatives and first_of list (before a new mapping). */
 static void clear_key(struct recon_side *s)
@@ -924,7 +925,7 @@ static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, 
 	if ((rc = get_columns(L, obj, s, sql)) < 0 || (rc = get_alt_columns(L, obj, s)) < 0 ||
 	    (rc = get_map(L, obj, "status_map", status_names, RECON_ST__COUNT, &s->status_map)) <
 		0 ||
-	    (rc = get_map(L, obj, "entry_types", entry_names, 5, &s->entry_types)) < 0 ||
+	    (rc = get_map(L, obj, "entry_types", entry_names, 6, &s->entry_types)) < 0 ||
 	    (rc = get_str(L, obj, "currency", &s->currency)) < 0 ||
 	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0 ||
 	    (rc = get_time_format(L, obj, s)) < 0)

@@ -194,6 +194,15 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 			return field_err(err, amount_col, "refund amount out of range");
 		out->amount = -out->amount;
 	}
+	const bool reversal = out->entry == RECON_ENTRY_REFUND_REVERSAL;
+	if (reversal) {
+		/* the money a dispute (a refund-like debit) took comes back: it offsets the
+		   refunds, whatever sign the format writes it with */
+		if (out->amount == INT64_MIN)
+			return field_err(err, amount_col, "amount out of range");
+		out->entry = RECON_ENTRY_REFUND;
+		out->amount = out->amount > 0 ? -out->amount : out->amount;
+	}
 
 	/* status (plain rows) */
 	if (side->cols[RECON_COL_STATUS] && !(upstream && side->cols[RECON_COL_ENTRY_TYPE])) {
@@ -216,7 +225,9 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 
 	/* entry identity: refund id for refunds when mapped, else the transaction id */
 	enum recon_col idc = RECON_COL_TXN_ID;
-	if (out->entry == RECON_ENTRY_REFUND && raw->val[RECON_COL_REFUND_ID] &&
+	/* a reversal names the refund it undoes (Stripe: the dispute's id): its own
+	   transaction id tells it apart from that refund */
+	if (out->entry == RECON_ENTRY_REFUND && !reversal && raw->val[RECON_COL_REFUND_ID] &&
 	    raw->len[RECON_COL_REFUND_ID])
 		idc = RECON_COL_REFUND_ID;
 	s = raw->val[idc];

@@ -53,6 +53,7 @@
 #include "recon_job.h"
 #include "recon_mem.h"
 #include "recon_sha256.h"
+#include "recon_time.h"
 #include "recon_totals.h"
 #include "recon_zip.h"
 
@@ -1189,8 +1190,23 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 	if (s->fd < 0) {
 		int e = errno;
 
-		ret = recon_err_set(err, e == ENOENT || e == ENOTDIR ? RECON_EUNAVAIL : RECON_EIO,
-				    NULL, "cannot open '%s': %s", s->path, strerror(e));
+		/*
+		 * A window shorter than a day is a hot one: a provider's daily statement
+		 * does not exist yet for today, and never will for a 5-minute window.
+		 */
+		if ((e == ENOENT || e == ENOTDIR) && win->end > win->start &&
+		    win->end - win->start < 22 * RECON_MS_PER_HOUR)
+			ret =
+			    recon_err_set(err, RECON_EUNAVAIL, NULL,
+					  "cannot open '%s': %s: hot mode reads its window every "
+					  "few minutes, so its %s side needs a database (or a csv "
+					  "file that grows through the day at that path); a daily "
+					  "statement is for t1 runs",
+					  s->path, strerror(e), side->role);
+		else
+			ret = recon_err_set(
+			    err, e == ENOENT || e == ENOTDIR ? RECON_EUNAVAIL : RECON_EIO, NULL,
+			    "cannot open '%s': %s", s->path, strerror(e));
 		goto out;
 	}
 	recon_sha256_init(&s->sha);

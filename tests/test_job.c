@@ -1062,7 +1062,8 @@ static void test_job_column_rules(void **state)
 	     "\"table\": \"payment_flow\", \"entry_types\": { \"PAY\": \"payment\", \"FEE\": "
 	     "\"fee\" },",
 	     "local.entry_types.FEE", "\"FEE\"",
-	     "unknown value 'fee' (expected one of payment, refund, revoke, keyless, ignore)"},
+	     "unknown value 'fee' (expected one of payment, refund, revoke, keyless, ignore, "
+	     "refund_reversal)"},
 	};
 
 	check_bad_edits(*state, cases, sizeof(cases) / sizeof(cases[0]));
