@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (tests/fuzz/) with clang in a separate build
 # folder and runs each one for a bounded time on a copy of its seed corpus.
 #
-#   scripts/fuzz.sh [SECONDS_EACH] [HARNESS...]     (default: 60 s; csv money time tzif job)
+#   scripts/fuzz.sh [SECONDS_EACH] [HARNESS...]     (default: 60 s; csv money time tzif job zip)
 #
 # Exits 1 if any harness finds a crash, a leak, a timeout or runs out of
 # memory, after running the others; the reproducer's path is printed (replay
@@ -19,7 +19,7 @@ secs=${1:-60}
 if [ $# -gt 0 ]; then
 	shift
 fi
-harnesses=${*:-csv money time tzif job}
+harnesses=${*:-csv money time tzif job zip}
 build=${RECON_FUZZ_BUILD:-build-fuzz}
 cc=${RECON_FUZZ_CC:-clang}
 
