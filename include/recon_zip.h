@@ -67,6 +67,12 @@ int recon_zip_gz_magic(const void *head, size_t len);
 RECON_MUSTCHECK int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path,
 				      struct recon_sha256 *hash, struct recon_err *err);
 /*
+ * The first n bytes of the stream, already read from fd (a pipe cannot be
+ * read again to tell what it holds): they are inflated first, and hashed.
+ * Right after open, before any read.
+ */
+void recon_zip_gz_prefix(struct recon_gz *g, const void *p, size_t n);
+/*
  * Inflates up to n bytes into buf: the count (> 0), 0 at the end of the last
  * member, RECON_EINPUT for a damaged or truncated stream, RECON_EIO on read
  * errors.

@@ -379,6 +379,17 @@ int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path, struct re
 	return 0;
 }
 
+void recon_zip_gz_prefix(struct recon_gz *g, const void *p, size_t n)
+{
+	if (n > sizeof(g->in) || g->zs.avail_in)
+		return;
+	memcpy(g->in, p, n);
+	if (g->hash)
+		recon_sha256_update(g->hash, g->in, n);
+	g->zs.next_in = g->in;
+	g->zs.avail_in = (uInt)n;
+}
+
 /* Refills the compressed input when it ran out; false at the end of the file. */
 static int gz_fill(struct recon_gz *g, struct recon_err *err)
 {

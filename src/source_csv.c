@@ -1152,6 +1152,62 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 	return 0;
 }
 
+/*
+ * A .zip or a .gz is told by its first bytes: read with pread() from a file;
+ * from a pipe (standard input) they are read once and handed on to what
+ * reads the rest (the gzip stream, or the line buffer), hashed once.
+ */
+static int detect_packing(struct csv_source *s, struct recon_err *err)
+{
+	unsigned char head[4];
+	ssize_t n = pread(s->fd, head, sizeof(head), 0);
+	bool pipe = false;
+	int ret;
+
+	if (n < 0 && errno == ESPIPE) {
+		pipe = true;
+		n = 0;
+		while (n < (ssize_t)sizeof(head)) {
+			ssize_t r = read(s->fd, head + n, sizeof(head) - (size_t)n);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s",
+						     s->path, strerror(errno));
+			if (r == 0)
+				break;
+			n += r;
+		}
+	}
+	if (n > 0 && recon_zip_magic(head, (size_t)n)) {
+		if (pipe)
+			return recon_err_set(
+			    err, RECON_EINPUT, s->path,
+			    "a .zip cannot be read from a pipe (its directory is at "
+			    "its end): give its path, or unzip it into the pipe");
+		ret = recon_zip_open(&s->zip, s->fd, s->path, s->side->encoding, s->side->zip_entry,
+				     s->side->zip_exclude, &s->sha, err);
+		if (ret == 0)
+			s->sha_done = true;
+		return ret;
+	}
+	if (n > 0 && recon_zip_gz_magic(head, (size_t)n)) {
+		/* hashed as stored, as it streams by (sha_done at the end) */
+		ret = recon_zip_gz_open(&s->gz, s->fd, s->path, &s->sha, err);
+		if (ret == 0 && pipe)
+			recon_zip_gz_prefix(s->gz, head, (size_t)n);
+		return ret;
+	}
+	if (pipe && n > 0) {
+		/* plain text: the bytes read are the start of the first line */
+		memcpy(s->buf + s->end, head, (size_t)n);
+		s->end += (size_t)n;
+		recon_sha256_update(&s->sha, head, (size_t)n);
+	}
+	return 0;
+}
+
 static int csv_open(struct recon_source **out, const struct recon_side *side,
 		    const struct recon_window *win, struct recon_err *err)
 {
@@ -1210,23 +1266,8 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 		goto out;
 	}
 	recon_sha256_init(&s->sha);
-	{
-		unsigned char head[4];
-		ssize_t n = pread(s->fd, head, sizeof(head), 0);
-
-		if (n > 0 && recon_zip_magic(head, (size_t)n)) {
-			ret = recon_zip_open(&s->zip, s->fd, s->path, side->encoding,
-					     side->zip_entry, side->zip_exclude, &s->sha, err);
-			if (ret < 0)
-				goto out;
-			s->sha_done = true;
-		} else if (n > 0 && recon_zip_gz_magic(head, (size_t)n)) {
-			/* hashed as stored, as it streams by (sha_done at the end) */
-			ret = recon_zip_gz_open(&s->gz, s->fd, s->path, &s->sha, err);
-			if (ret < 0)
-				goto out;
-		}
-	}
+	if ((ret = detect_packing(s, err)) < 0)
+		goto out;
 	s->totals = recon_totals_new(side);
 	if (side->header) {
 		ret = read_record(s, err);

@@ -34,6 +34,26 @@ check "a pipe is not read again" sh -c "! grep -q 'reading the inputs again' '$W
 diffs > "$WORK/pipe.diffs"
 check "same differences from a pipe" cmp -s "$WORK/own.diffs" "$WORK/pipe.diffs"
 
+rm -rf "$E/state"
+gzip -c "$WORK/elsewhere.csv" > "$WORK/elsewhere.csv.gz"
+set +e
+cat "$WORK/elsewhere.csv.gz" | timeout 60 "$RECON" run --job "$JOB" --date 2024-01-16 \
+	--dry-run --upstream - > "$WORK/out" 2> "$WORK/err"
+rc=$?
+set -e
+check "--upstream - from a gzip pipe exits 0" [ "$rc" = 0 ]
+diffs > "$WORK/gz.diffs"
+check "same differences from a gzip pipe" cmp -s "$WORK/own.diffs" "$WORK/gz.diffs"
+
+printf 'PK\003\004rest' > "$WORK/fake.zip"
+set +e
+cat "$WORK/fake.zip" | "$RECON" run --job "$JOB" --date 2024-01-16 --dry-run \
+	--upstream - > "$WORK/out" 2> "$WORK/err"
+rc=$?
+set -e
+check "a .zip from a pipe is refused (exit 65)" [ "$rc" = 65 ]
+check "... saying to give its path" grep -q "a .zip cannot be read from a pipe" "$WORK/err"
+
 expect_exit 64 "--upstream without --date (several days could run)" \
 	"$RECON" run --job "$JOB" --dry-run --upstream "$WORK/elsewhere.csv"
 expect_exit 64 "--upstream in hot mode" \
