@@ -710,6 +710,55 @@ static void test_db_example_first_of_epoch(void **state)
 	first_of_variant(fx, "mysql", "RECON_TEST_MYSQL_DSN", "my_first_of");
 }
 
+/*
+ * A replay the writer has no grant for: the SELECT-only login as the writer,
+ * allowed to write recon's own tables but not the flow. The run exits 77
+ * naming the grant once; the tickets and re-pushes are written.
+ */
+static void test_db_example_replay_without_grant(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
+	char job[512], out[600], err[600];
+	PGconn *c;
+	json_t *j;
+	char *text, *merchant;
+	int rc;
+
+	env_or_skip("RECON_TEST_PG_RO_DSN");
+	load_postgres(fx, dsn);
+	c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS idempotency_record, recon_ticket, recon_outbox");
+	merchant = read_file(src_path(fx, "sql/postgres/merchant.sql"));
+	pg_exec(c, merchant);
+	free(merchant);
+	pg_exec(c, "GRANT SELECT, INSERT, UPDATE ON idempotency_record, recon_ticket, recon_outbox "
+		   "TO recon_ro");
+	pg_exec(c, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO recon_ro");
+	PQfinish(c);
+	variant_dir(fx, "pg_no_grant", job, sizeof(job));
+	j = example_job(fx);
+	json_object_set_new(j, "local", db_local("postgres", "RECON_TEST_PG_RO_DSN"));
+	json_object_set_new(j, "actions",
+			    json_pack("{s:s}", "writer_dsn_env", "RECON_TEST_PG_RO_DSN"));
+	save_job(j, job);
+	snprintf(out, sizeof(out), "%s.out", job);
+	snprintf(err, sizeof(err), "%s.err", job);
+	rc = run("'%s' run --job '%s' --date " DATE " >'%s' 2>'%s'", fx->binary, job, out, err);
+	text = read_file(err);
+	if (rc != 77 || !strstr(text, "replay: the writer lacks a grant: permission denied") ||
+	    strstr(text, "replay of '"))
+		fail_msg("want exit 77 naming the grant once, got %d: %s", rc, text);
+	free(text);
+	text = read_file(out);
+	if (!strstr(text, "replay 1 failed"))
+		fail_msg("want the replay failed, got: %s", text);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +768,7 @@ int main(void)
 	    cmocka_unit_test(test_db_example_outages),
 	    cmocka_unit_test(test_db_example_lookup_other_key),
 	    cmocka_unit_test(test_db_example_first_of_epoch),
+	    cmocka_unit_test(test_db_example_replay_without_grant),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
