@@ -759,6 +759,65 @@ static void test_db_example_replay_without_grant(void **state)
 	free(text);
 }
 
+/*
+ * A merchant's own PostgreSQL table with NOT NULL columns recon does not
+ * know, filled by actions.replay_values: every missing order is inserted,
+ * {now} into a timestamptz, an integer into a bigint, a literal into text.
+ */
+static void test_db_example_replay_values(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
+	char job[512], out[600], err[600], q[256];
+	PGconn *c;
+	PGresult *res;
+	json_t *j, *local;
+	char *merchant, *text;
+	int rc;
+
+	c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS flow_rv, idempotency_record, recon_ticket, recon_outbox");
+	merchant = read_file(src_path(fx, "sql/postgres/merchant.sql"));
+	pg_exec(c, merchant);
+	free(merchant);
+	pg_exec(c, "CREATE TABLE flow_rv (id bigserial PRIMARY KEY, out_trade_no text NOT NULL "
+		   "UNIQUE, amount_cents bigint NOT NULL, currency char(3) NOT NULL, status text "
+		   "NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, "
+		   "channel text NOT NULL, customer_id bigint NOT NULL)");
+	variant_dir(fx, "pg_replay_values", job, sizeof(job));
+	j = example_job(fx);
+	local = db_local("postgres", "RECON_TEST_PG_DSN");
+	json_object_set_new(local, "table", json_string("flow_rv"));
+	json_object_set_new(j, "local", local);
+	json_object_set_new(j, "actions",
+			    json_pack("{s:{s:s, s:s, s:i}}", "replay_values", "updated_at", "{now}",
+				      "channel", "recon_{job}", "customer_id", 0));
+	save_job(j, job);
+	snprintf(out, sizeof(out), "%s.out", job);
+	snprintf(err, sizeof(err), "%s.err", job);
+	rc = run("'%s' run --job '%s' --date " DATE " >'%s' 2>'%s'", fx->binary, job, out, err);
+	text = read_file(err);
+	if (rc != 0)
+		fail_msg("recon run exited %d: %s", rc, text);
+	free(text);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*), count(*) FILTER (WHERE channel = 'recon_example_payments' AND "
+		 "customer_id = 0 AND updated_at > created_at) FROM flow_rv");
+	res = PQexec(c, q);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	if (atoi(PQgetvalue(res, 0, 0)) < 1 ||
+	    strcmp(PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1)) != 0)
+		fail_msg("want every replayed row filled, got %s rows, %s filled",
+			 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	PQclear(res);
+	pg_exec(c, "DROP TABLE flow_rv");
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +828,7 @@ int main(void)
 	    cmocka_unit_test(test_db_example_lookup_other_key),
 	    cmocka_unit_test(test_db_example_first_of_epoch),
 	    cmocka_unit_test(test_db_example_replay_without_grant),
+	    cmocka_unit_test(test_db_example_replay_values),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
