@@ -199,6 +199,12 @@ static int replay_outbox(struct recon_writer *w, const struct recon_job *job,
 	return rc;
 }
 
+/*
+ * Longer than a screen: the statement is built column by column in one pass
+ * (columns and placeholders side by side, the dialect's time wrapper in the
+ * middle), then the two inserts of one transaction; split, the halves would
+ * share a dozen locals.
+ */
 int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 			const struct recon_diff *d, int64_t *affected, struct recon_err *err)
 {

@@ -1086,6 +1086,7 @@ static const char *const month_abbr[12] = {"Jan", "Feb", "Mar", "Apr", "May", "J
 /*
  * One directive c of a time_format at *p. Returns NULL on success, else the
  * reason. fmt_next is the format's next character (for %S's optional fraction).
+ * Longer than a screen: one short case per directive, read side by side.
  */
 static const char *directive(char c, char fmt_next, const char **p, const char *end,
 			     struct tfields *f)
