@@ -67,6 +67,8 @@ struct recon_writer_ops {
 struct recon_writer {
 	const struct recon_writer_ops *ops;
 	const struct recon_job *job;
+	int64_t now;	/* the run's clock and id, for replay templates ({now}, {run_id}); */
+	int64_t run_id; /* set by recon_actions_run() after open() */
 };
 
 extern const struct recon_writer_ops recon_writer_sqlite;
@@ -84,7 +86,11 @@ char recon_writer_quote(const struct recon_writer *w);
 /*
  * The writes behind the actions, one statement (or transaction) each, in the
  * writer's dialect; *affected tells done (> 0) from already there (0).
- * action_replay.c: the missing order and its idempotency record, one transaction.
+ * action_replay.c: the missing order and its idempotency record, one transaction,
+ * with the job's replay_values; or, with "replay": "outbox", a "replay" event
+ * carrying the upstream order as JSON. A table the replay cannot fill (a NOT
+ * NULL, CHECK or foreign key the job gives no value for, a missing column)
+ * is RECON_ECONFIG; a missing grant RECON_EPERM.
  * action_notify.c: recon_ticket, recon_outbox rows, the guarded transition.
  */
 int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
@@ -99,6 +105,10 @@ int recon_action_ticket_end(struct recon_writer *w, const struct recon_job *job,
 			    int64_t *affected, struct recon_err *err);
 int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
 			const char *json, int64_t *affected, struct recon_err *err);
+/* As recon_action_outbox() with its own event name ("replay"): unique on (job, key, event). */
+int recon_action_outbox_event(struct recon_writer *w, const struct recon_job *job, const char *key,
+			      const char *event, const char *json, int64_t *affected,
+			      struct recon_err *err);
 int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
 			    const struct recon_diff *d, int64_t *affected, struct recon_err *err);
 

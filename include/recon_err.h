@@ -39,6 +39,8 @@
 #define RECON_EUSAGE	(-7) /* bad command line: exit 64 */
 #define RECON_EVALUE	(-8) /* one value failed to parse (money, time, status): becomes a reject */
 #define RECON_ENOTFOUND (-9) /* the thing looked up does not exist (state queries) */
+/* -10 is RECON_ERETRY (recon_action.h) */
+#define RECON_EPERM (-11) /* permission denied: a grant is missing: exit 77 */
 
 struct recon_err {
 	int code;	 /* 0 or RECON_E*; first error wins */

@@ -21,6 +21,7 @@
 struct recon_tz;
 
 #define RECON_KEY_PARTS_MAX 4
+#define RECON_FIRST_OF_MAX  8  /* columns a {"first_of": [...]} key may name */
 #define RECON_NAME_MAX	    64 /* identifiers: job, table and column names */
 
 enum recon_kind {
@@ -46,6 +47,9 @@ enum recon_entry {
 	RECON_ENTRY_REVOKE = 2,
 	RECON_ENTRY_KEYLESS = 3, /* fee, payout, adjustment: skipped and counted */
 	RECON_ENTRY_IGNORE = 4,	 /* rows the profile says carry no money movement */
+	/* money a refund-like entry took comes back (Stripe dispute_reversal, refund_failure):
+	   normalized to a RECON_ENTRY_REFUND with a negative amount, so it offsets the refund */
+	RECON_ENTRY_REFUND_REVERSAL = 5,
 };
 
 /* Column roles: what a source column means. A side maps each role to a column name. */
@@ -107,6 +111,8 @@ struct recon_totals_group {
 struct recon_totals_rule {
 	enum recon_totals_in in; /* RECON_TOTALS_NONE: the statement carries none */
 	bool required;		 /* a file without them is truncated: bad input */
+	char **informational;	 /* NULL-terminated labels the layouts carry that are not checked
+				    (every other label is a count or a sum, or fails the run) */
 	struct recon_totals_group *groups;
 	size_t ngroups;
 };
@@ -120,9 +126,14 @@ struct recon_side {
 	char *dsn_env; /* postgres, mysql: environment variable holding the DSN */
 	char *cols[RECON_COL__COUNT]; /* column name per role; NULL when not mapped */
 	unsigned nkey;		      /* number of key parts, >= 1 */
+	char **key_first_of;	      /* {"first_of": [...]}: NULL-terminated columns whose first
+					 non-empty one is the key (cols[KEY0] is the first; nkey 1),
+					 or NULL */
 	char *tz_name;		      /* how this side writes its timestamps */
-	struct recon_tz *tz;	      /* loaded from tz_name (or the job's zone) */
-	char *currency;		      /* default currency for rows without one (upper case) */
+	char *time_format;   /* strftime-style form of its timestamps (recon_time_parse_format), or
+				NULL: the default YYYY-MM-DD HH:MM:SS[.fff] */
+	struct recon_tz *tz; /* loaded from tz_name (or the job's zone) */
+	char *currency;	     /* default currency for rows without one (upper case) */
 	struct recon_map status_map;  /* word -> enum recon_status */
 	struct recon_map entry_types; /* word -> enum recon_entry (needs cols[ENTRY_TYPE]) */
 	unsigned money_flags;	      /* RECON_MONEY_* for the amount columns */
@@ -148,6 +159,27 @@ struct recon_side {
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
+	char **totals_ignore; /* NULL-terminated: labels the job marks as not to be checked */
+};
+
+/* How a missing order is replayed (actions.replay). */
+enum recon_replay_mode {
+	RECON_REPLAY_INSERT = 0, /* a row in the local flow table (the default) */
+	RECON_REPLAY_OUTBOX,	 /* a "replay" event in recon_outbox for the merchant's consumer */
+};
+
+#define RECON_REPLAY_VALUES_MAX 32
+
+/*
+ * One column a replay fills besides the mapped roles (actions.replay_values):
+ * text is a template ({key}, {amount_minor}, {amount}, {currency}, {status},
+ * {time}, {now}, {txn_id}, {job}, {run_id}; anything else is literal), a JSON
+ * integer's decimal text, or NULL for SQL NULL.
+ */
+struct recon_replay_value {
+	char *column; /* validated identifier, not a column of a mapped role */
+	char *text;
+	bool number; /* text is a JSON integer's: a number in a replay event's JSON */
 };
 
 /* What a run does about its differences ("actions" in the job file). */
@@ -162,7 +194,29 @@ struct recon_actions_cfg {
 	int64_t breaker;    /* consecutive actions failed on an unavailable writer before the
 			       action phase stops, the rest left for the rerun (default 3; 0: never) */
 	int64_t timeout_ms; /* writer lock wait / I/O timeout (0: the engine's default) */
+	enum recon_replay_mode replay;
+	struct recon_replay_value *replay_values; /* nreplay_values of them, in file order */
+	size_t nreplay_values;
 };
+
+/*
+ * The value of template variable name[0..len) of a replay ("key", "now", ...)
+ * as an index into the table below, or -1 when there is no such variable.
+ */
+enum recon_tvar {
+	RECON_TVAR_KEY = 0,
+	RECON_TVAR_AMOUNT_MINOR,
+	RECON_TVAR_AMOUNT,
+	RECON_TVAR_CURRENCY,
+	RECON_TVAR_STATUS,
+	RECON_TVAR_TIME,
+	RECON_TVAR_NOW,
+	RECON_TVAR_TXN_ID,
+	RECON_TVAR_JOB,
+	RECON_TVAR_RUN_ID,
+	RECON_TVAR__COUNT
+};
+int recon_job_tvar(const char *name, size_t len);
 
 struct recon_job {
 	char *name; /* validated: [A-Za-z0-9_.-]{1,64} */
@@ -215,6 +269,15 @@ void recon_job_free(struct recon_job *job);
  * day `day`. Caller frees the result with free().
  */
 char *recon_job_expand_path(const char *tmpl, int64_t day);
+
+/*
+ * `run --upstream FILE|-`: the statement of this one run is FILE ('-':
+ * standard input) instead of the job's path. The one change made to a job
+ * after loading, by the command line before any window runs. RECON_EUSAGE
+ * when the upstream is not a csv source.
+ */
+RECON_MUSTCHECK int recon_job_override_upstream(struct recon_job *job, const char *path,
+						struct recon_err *err);
 
 /* True when s is a safe SQL identifier: [A-Za-z_][A-Za-z0-9_$]{0,63} (no quoting tricks). */
 bool recon_job_ident_ok(const char *s);

@@ -93,6 +93,15 @@ unsigned recon_source_sql_select(const struct recon_side *side, char q, struct r
 				 int colidx[RECON_COL__COUNT]);
 
 /*
+ * Appends key part `part` as an SQL expression: its quoted column, or for a
+ * {"first_of": [...]} key COALESCE(NULLIF(TRIM(CAST(c AS TEXT)), ''), ...)
+ * (the first non-empty column, as the compare reads it), so that selects
+ * and lookups by key agree.
+ */
+void recon_source_sql_key(const struct recon_side *side, char q, unsigned part,
+			  struct recon_buf *sql);
+
+/*
  * Keys an integer key column can hold; database readers turn other keys into
  * "no rows" instead of binding them. recon_source_int_text: decimal integer
  * text (optional sign, digits), any length (MySQL compares a non-number with

@@ -82,6 +82,28 @@ void recon_civil_from_days(int64_t days, int *y, unsigned *m, unsigned *d);
 RECON_MUSTCHECK int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz,
 				     int64_t *utc_ms, struct recon_err *err);
 
+/*
+ * As recon_time_parse(), for a source whose timestamps have their own form
+ * (a side's "time_format", strftime-style): %Y (4 digits), %m, %d, %H, %M,
+ * %S (1 or 2 digits; %S may carry a ".fff" fraction unless the format spells
+ * it), %e (day, blank-padded), %b (Jan-Dec), %I with %p (12-hour clock,
+ * AM/PM), %f (1-9 fraction digits, truncated to ms), %s (epoch seconds,
+ * an instant: the zone plays no part), %z (+hh:mm, +hhmm, +hh or Z: then the
+ * zone plays no part), %% (a percent sign). A blank in the format matches one
+ * or more blanks; other characters match themselves. Fields not in the
+ * format are zero (no seconds: :00; no time: midnight). fmt NULL: the
+ * default form (recon_time_parse). RECON_EVALUE with the reason and the
+ * format on any mismatch; *utc_ms untouched then.
+ */
+RECON_MUSTCHECK int recon_time_parse_format(const char *s, size_t len, const char *fmt,
+					    const struct recon_tz *tz, int64_t *utc_ms,
+					    struct recon_err *err);
+/*
+ * Checks a time_format before use: known directives only, a date (%Y, %m or
+ * %b, and %d) or %s, %I only with %p. RECON_ECONFIG naming the defect.
+ */
+RECON_MUSTCHECK int recon_time_format_check(const char *fmt, struct recon_err *err);
+
 /* "YYYY-MM-DD" -> day number. RECON_EVALUE on junk or an impossible date. */
 RECON_MUSTCHECK int recon_date_parse(const char *s, int64_t *day, struct recon_err *err);
 /* day -> "YYYY-MM-DD" (buf >= 11 bytes). */

@@ -58,4 +58,32 @@ RECON_MUSTCHECK long recon_zip_read(struct recon_zip *z, void *buf, size_t n,
 
 void recon_zip_close(struct recon_zip *z); /* NULL-safe */
 
+/*
+ * A gzip-compressed statement (.gz, as some providers' downloads and most
+ * archives keep them), inflated as a stream from fd (not closed; `path`
+ * names it in messages); every compressed byte goes to `hash` (may be NULL),
+ * so the provenance hash is of the file as stored. Concatenated members are
+ * read one after the other; zlib checks each member's CRC-32 and size.
+ */
+struct recon_gz;
+/* True when the first bytes are a gzip header (1f 8b). */
+int recon_zip_gz_magic(const void *head, size_t len);
+/* Caller frees *out with recon_zip_gz_close(). */
+RECON_MUSTCHECK int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path,
+				      struct recon_sha256 *hash, struct recon_err *err);
+/*
+ * The first n bytes of the stream, already read from fd (a pipe cannot be
+ * read again to tell what it holds): they are inflated first, and hashed.
+ * Right after open, before any read.
+ */
+void recon_zip_gz_prefix(struct recon_gz *g, const void *p, size_t n);
+/*
+ * Inflates up to n bytes into buf: the count (> 0), 0 at the end of the last
+ * member, RECON_EINPUT for a damaged or truncated stream, RECON_EIO on read
+ * errors.
+ */
+RECON_MUSTCHECK long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n,
+				       struct recon_err *err);
+void recon_zip_gz_close(struct recon_gz *g); /* NULL-safe */
+
 #endif

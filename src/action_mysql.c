@@ -24,6 +24,10 @@
  *                 transaction reconnects from scratch (never the client
  *                 library's silent auto-reconnect, which would drop the
  *                 session settings and a transaction unnoticed);
+ *   RECON_EPERM   1044, 1142, 1143, 1227 access denied: a grant is missing;
+ *   RECON_ECONFIG 1048 null, 1054 unknown column, 1146 no table, 1364 no
+ *                 default, 1452 foreign key, 3819/4025 check: a table the job
+ *                 cannot fill;
  *   RECON_EINPUT  anything else (constraint violations ON DUPLICATE KEY does
  *                 not swallow, data errors), with the first line of the
  *                 server's message.
@@ -141,6 +145,16 @@ static int fail_errno(struct my_writer *w, struct recon_err *err, const char *wh
 		code = RECON_ERETRY;
 	} else if (e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK || e == ER_NEED_REPREPARE) {
 		code = RECON_ERETRY;
+	} else if (e == 1044 || e == 1142 || e == 1143 || e == 1227) {
+		/* ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_COLUMNACCESS_DENIED,
+		   ER_SPECIFIC_ACCESS_DENIED: a grant is missing */
+		code = RECON_EPERM;
+	} else if (e == 1048 || e == 1054 || e == 1146 || e == 1364 || e == 1452 || e == 3819 ||
+		   e == 4025) {
+		/* ER_BAD_NULL, ER_BAD_FIELD, ER_NO_SUCH_TABLE, ER_NO_DEFAULT_FOR_FIELD,
+		   ER_NO_REFERENCED_ROW_2, CHECK (MySQL 3819, MariaDB 4025): a table the
+		   job cannot fill */
+		code = RECON_ECONFIG;
 	}
 	return fail(w, err, code, what, msg);
 }

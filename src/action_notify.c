@@ -113,9 +113,17 @@ int recon_action_ticket_end(struct recon_writer *w, const struct recon_job *job,
 int recon_action_outbox(struct recon_writer *w, const struct recon_job *job, const char *key,
 			const char *json, int64_t *affected, struct recon_err *err)
 {
+	return recon_action_outbox_event(w, job, key, job->actions.repush_event, json, affected,
+					 err);
+}
+
+int recon_action_outbox_event(struct recon_writer *w, const struct recon_job *job, const char *key,
+			      const char *event, const char *json, int64_t *affected,
+			      struct recon_err *err)
+{
 	static const char *const cols[] = {"job", "biz_key", "event", "payload"};
 	static const char *const unique[] = {"job", "biz_key", "event"};
-	const char *params[4] = {job->name, key, job->actions.repush_event, json};
+	const char *params[4] = {job->name, key, event, json};
 	struct recon_buf sql;
 	int rc;
 

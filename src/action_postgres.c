@@ -19,6 +19,9 @@
  *                 connection is bad after the call, SQLSTATE class 08 but
  *                 08P01, 57P01-57P03 shutdowns): the next begin() or exec()
  *                 outside a transaction re-establishes it with PQreset();
+ *   RECON_EPERM   42501 insufficient_privilege (a grant is missing);
+ *   RECON_ECONFIG 23502 not null, 23514 check, 23503 foreign key, 42703 and
+ *                 42P01 undefined column or table: a table the job cannot fill;
  *   RECON_EINPUT  anything else (constraint violations the SQL's own
  *                 ON CONFLICT does not swallow, data errors), with the first
  *                 line of the server's message.
@@ -142,6 +145,14 @@ static int fail_res(struct pg_writer *w, struct recon_err *err, const char *what
 	} else if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
 			     !strcmp(state, "55P03"))) {
 		code = RECON_ERETRY;
+	} else if (state && !strcmp(state, "42501")) {
+		code = RECON_EPERM; /* insufficient_privilege: a grant is missing */
+	} else if (state &&
+		   (!strcmp(state, "23502") || !strcmp(state, "23514") || !strcmp(state, "23503") ||
+		    !strcmp(state, "42703") || !strcmp(state, "42P01"))) {
+		/* not null, check, foreign key, undefined column or table: the job cannot fill it
+		 */
+		code = RECON_ECONFIG;
 	}
 	return fail(w, err, code, what, res_msg(w, res));
 }

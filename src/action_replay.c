@@ -20,12 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "recon_action.h"
 #include "recon_buf.h"
 #include "recon_mem.h"
 #include "recon_money.h"
 #include "recon_normalize.h"
 #include "recon_sha256.h"
+#include "recon_time.h"
 
 /* "recon:<job>:replay:<key>", or a digest of it when longer than the column allows. */
 static void idem_key(const struct recon_job *job, const char *key, char *out, size_t size)
@@ -126,11 +129,163 @@ static void on_conflict(struct recon_writer *w, struct recon_buf *sql, const cha
 	recon_buf_adds(sql, ") DO NOTHING");
 }
 
+/*
+ * Variable v of a replay for difference d, appended to b; false when it has
+ * no value ({txn_id}: the compare keeps no transaction id in a difference).
+ */
+static bool tvar(struct recon_writer *w, const struct recon_job *job, const struct recon_diff *d,
+		 int v, struct recon_buf *b)
+{
+	char buf[RECON_KEY_PARTS_MAX * 1025 + 8];
+	int e;
+
+	switch (v) {
+	case RECON_TVAR_KEY:
+		recon_buf_adds(b, recon_key_display(d->key, d->key_len, buf, sizeof(buf)));
+		return true;
+	case RECON_TVAR_AMOUNT_MINOR:
+		recon_buf_addf(b, "%lld", (long long)d->up.amount);
+		return true;
+	case RECON_TVAR_AMOUNT:
+		e = recon_money_exponent(d->up.currency);
+		recon_money_format(d->up.amount, e < 0 ? 0 : e, buf, sizeof(buf));
+		recon_buf_adds(b, buf);
+		return true;
+	case RECON_TVAR_CURRENCY:
+		recon_buf_adds(b, d->up.currency);
+		return true;
+	case RECON_TVAR_STATUS:
+		recon_buf_adds(b, job->actions.replay_status[d->up.status]
+				      ? job->actions.replay_status[d->up.status]
+				      : recon_status_name(d->up.status));
+		return true;
+	case RECON_TVAR_TIME:
+	case RECON_TVAR_NOW:
+		/* wall clock in the local side's zone, as the flow writes its times */
+		recon_time_format_local(job->local.tz, v == RECON_TVAR_TIME ? d->up.time : w->now,
+					buf, sizeof(buf));
+		recon_buf_adds(b, buf);
+		return true;
+	case RECON_TVAR_JOB:
+		recon_buf_adds(b, job->name);
+		return true;
+	case RECON_TVAR_RUN_ID:
+		recon_buf_addf(b, "%lld", (long long)w->run_id);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The text of a replay_values template for d (the loader checked its
+ * variables). NULL for SQL NULL: a null in the job, or a template that is one
+ * variable without a value. Caller frees.
+ */
+static char *render(struct recon_writer *w, const struct recon_job *job, const struct recon_diff *d,
+		    const char *t)
+{
+	struct recon_buf b;
+	const char *p = t;
+	int vars = 0, empty = 0;
+
+	if (!t)
+		return NULL;
+	recon_buf_init(&b);
+	while (*p) {
+		const char *open = strchr(p, '{'), *close;
+		if (!open) {
+			recon_buf_adds(&b, p);
+			break;
+		}
+		close = strchr(open, '}');
+		recon_buf_add(&b, p, (size_t)(open - p));
+		vars++;
+		if (!tvar(w, job, d, recon_job_tvar(open + 1, (size_t)(close - open - 1)), &b))
+			empty++;
+		p = close + 1;
+	}
+	if (vars == 1 && empty == 1 && t[0] == '{' && strchr(t, '}')[1] == '\0') {
+		recon_buf_release(&b);
+		return NULL;
+	}
+	return recon_buf_detach(&b);
+}
+
+/*
+ * actions.replay "outbox": a "replay" event carrying the upstream order, for
+ * the merchant's consumer to take through its normal path (stock, shipping,
+ * ledger) instead of a bare insert. Unique on (job, key, "replay").
+ */
+static int replay_outbox(struct recon_writer *w, const struct recon_job *job,
+			 const struct recon_diff *d, int64_t *affected, struct recon_err *err)
+{
+	json_t *o = json_object(), *vals = NULL;
+	struct recon_buf b;
+	char key[RECON_KEY_PARTS_MAX * 1025 + 8], when[32];
+	char *json = NULL;
+	int rc;
+
+	recon_buf_init(&b);
+	recon_key_display(d->key, d->key_len, key, sizeof(key));
+	json_object_set_new(o, "job", json_string(job->name));
+	json_object_set_new(o, "run_id", json_integer((json_int_t)w->run_id));
+	json_object_set_new(o, "key", json_string(key));
+	for (int v = RECON_TVAR_AMOUNT_MINOR; v <= RECON_TVAR_STATUS; v++) {
+		static const char *const names[] = {"", "amount_minor", "amount", "currency",
+						    "local_status"};
+		recon_buf_reset(&b);
+		tvar(w, job, d, v, &b);
+		if (v == RECON_TVAR_AMOUNT_MINOR)
+			json_object_set_new(o, names[v], json_integer((json_int_t)d->up.amount));
+		else
+			json_object_set_new(o, names[v], json_string(b.s));
+	}
+	json_object_set_new(o, "status", json_string(recon_status_name(d->up.status)));
+	json_object_set_new(o, "refunded_minor", json_integer((json_int_t)d->up.refunded));
+	recon_time_format_utc(d->up.time, when, sizeof(when));
+	json_object_set_new(o, "time", json_string(when));
+	recon_buf_reset(&b);
+	tvar(w, job, d, RECON_TVAR_TIME, &b);
+	json_object_set_new(o, "local_time", json_string(b.s));
+	if (job->actions.nreplay_values) {
+		vals = json_object();
+		for (size_t i = 0; i < job->actions.nreplay_values; i++) {
+			const struct recon_replay_value *x = &job->actions.replay_values[i];
+			char *t = render(w, job, d, x->text);
+			json_t *jv = !t		 ? json_null()
+				     : x->number ? json_integer((json_int_t)strtoll(t, NULL, 10))
+						 : json_string(t);
+			json_object_set_new(vals, x->column, jv);
+			free(t);
+		}
+		json_object_set_new(o, "values", vals);
+	}
+	json = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	if (!json)
+		rc = recon_err_set(err, RECON_EINTERNAL, NULL, "cannot render the replay event");
+	else
+		rc = recon_action_outbox_event(w, job, key, "replay", json, affected, err);
+	free(json);
+	json_decref(o);
+	recon_buf_release(&b);
+	return rc;
+}
+
+/*
+ * Longer than a screen: the statement is built column by column in one pass
+ * (columns and placeholders side by side, the dialect's time wrapper in the
+ * middle), then the two inserts of one transaction; split, the halves would
+ * share a dozen locals.
+ */
 int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 			const struct recon_diff *d, int64_t *affected, struct recon_err *err)
 {
 	const struct recon_side *l = &job->local;
-	const char *params[RECON_KEY_PARTS_MAX + 4], *cols[RECON_KEY_PARTS_MAX];
+	const size_t nv = job->actions.nreplay_values;
+	const char *params[RECON_KEY_PARTS_MAX + 4 + RECON_REPLAY_VALUES_MAX],
+	    *cols[RECON_KEY_PARTS_MAX];
+	char *rendered[RECON_REPLAY_VALUES_MAX] = {NULL};
 	size_t plens[RECON_KEY_PARTS_MAX];
 	const char *wrap = "%s", *status;
 	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160],
@@ -140,6 +295,8 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 	int np = 0, rc = 0;
 	int64_t idem_affected = 0;
 
+	if (job->actions.replay == RECON_REPLAY_OUTBOX)
+		return replay_outbox(w, job, d, affected, err);
 	recon_buf_init(&sql);
 	recon_buf_init(&vals);
 	status = job->actions.replay_status[d->up.status];
@@ -184,7 +341,11 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 	}
 	if ((rc = w->ops->time_param(w, d->up.time, when, sizeof(when), &wrap, err)) < 0)
 		goto out;
-	recon_buf_addf(&sql, ", %c%s%c) VALUES (%s, ", q, l->cols[RECON_COL_TIME], q, vals.s);
+	recon_buf_addf(&sql, ", %c%s%c", q, l->cols[RECON_COL_TIME], q);
+	/* the merchant's other columns (updated_at, channel, ...): actions.replay_values */
+	for (size_t i = 0; i < nv; i++)
+		recon_buf_addf(&sql, ", %c%s%c", q, job->actions.replay_values[i].column, q);
+	recon_buf_addf(&sql, ") VALUES (%s, ", vals.s);
 	params[np++] = when;
 	{
 		/* wrap is "%s" with text around it ("%s::timestamptz"): put the placeholder in */
@@ -197,6 +358,11 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 		recon_buf_add(&sql, wrap, (size_t)(at - wrap));
 		recon_buf_adds(&sql, recon_writer_ph(w, np, ph, sizeof(ph)));
 		recon_buf_adds(&sql, at + 2);
+	}
+	for (size_t i = 0; i < nv; i++) {
+		rendered[i] = render(w, job, d, job->actions.replay_values[i].text);
+		params[np++] = rendered[i];
+		recon_buf_addf(&sql, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
 	}
 	recon_buf_adds(&sql, ")");
 	insert = recon_xstrdup(sql.s);
@@ -238,6 +404,8 @@ int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 rollback:
 	w->ops->rollback(w);
 out:
+	for (size_t i = 0; i < nv; i++)
+		free(rendered[i]);
 	free(parts);
 	free(insert);
 	recon_buf_release(&sql);

@@ -2,7 +2,10 @@
  * The SQLite writer: the local flow's own database file, opened read-write on
  * a connection of its own (the compare reads through a read-only one).
  * SQLITE_BUSY and SQLITE_LOCKED are transient (another writer holds the
- * file); constraint and type errors are the data's fault and are not retried.
+ * file); a NOT NULL, CHECK or foreign key failure or a missing column is a
+ * table the job cannot fill (RECON_ECONFIG), a read-only file a missing
+ * permission (RECON_EPERM); other constraint and type errors are the data's
+ * fault. None is retried.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -29,11 +32,16 @@ static int classify(struct sqlite_writer *s, int code, const char *what, struct 
 
 	if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
 		rc = RECON_ERETRY;
+	else if (code == SQLITE_CONSTRAINT_NOTNULL || code == SQLITE_CONSTRAINT_CHECK ||
+		 code == SQLITE_CONSTRAINT_FOREIGNKEY || code == SQLITE_CONSTRAINT_TRIGGER)
+		rc = RECON_ECONFIG; /* a column the job gives no value: a table it cannot fill */
+	else if (primary == SQLITE_READONLY || primary == SQLITE_AUTH || primary == SQLITE_PERM)
+		rc = RECON_EPERM;
 	else if (primary == SQLITE_CONSTRAINT || primary == SQLITE_MISMATCH ||
 		 primary == SQLITE_TOOBIG || primary == SQLITE_RANGE)
 		rc = RECON_EINPUT;
 	else if (primary == SQLITE_ERROR)
-		rc = RECON_EINPUT; /* a missing table or column: the merchant's schema */
+		rc = RECON_ECONFIG; /* a missing table or column: the job and the schema disagree */
 	else
 		rc = RECON_EUNAVAIL;
 	return recon_err_set(err, rc, s->path, "%s: %s", what, sqlite3_errmsg(s->db));

@@ -20,19 +20,21 @@
 #include "recon_time.h"
 
 static const char run_usage[] =
-    "usage: recon run --job FILE [--mode t1|hot] [--date YYYY-MM-DD] [--dry-run] [--json] "
-    "[--quiet | --verbose]\n"
+    "usage: recon run --job FILE [--mode t1|hot] [--date YYYY-MM-DD] [--upstream FILE|-] "
+    "[--dry-run] [--json] [--quiet | --verbose]\n"
     "\n"
     "Reconciles one window: t1 (default) is a business day in the job's time zone,\n"
     "yesterday unless --date says otherwise. --dry-run compares and reports but takes\n"
     "no action and moves no watermark. --json prints one object per window.\n"
+    "--upstream reads that day's statement from FILE ('-': standard input) instead.\n"
     "--verbose adds debug messages, among them each phase's wall time.\n"
     "Exit: 0 success (differences are results), 65 bad input, 69 source unavailable,\n"
-    "75 another run holds the lock, 78 bad job file, 1 anything else.\n";
+    "75 another run holds the lock, 77 a grant is missing, 78 bad job file, 1 anything\n"
+    "else.\n";
 
 static const char rerun_usage[] =
-    "usage: recon rerun --job FILE --from YYYY-MM-DD --to YYYY-MM-DD [--dry-run] [--json] "
-    "[--quiet | --verbose]\n"
+    "usage: recon rerun --job FILE --from YYYY-MM-DD --to YYYY-MM-DD [--upstream FILE|-] "
+    "[--dry-run] [--json] [--quiet | --verbose]\n"
     "\n"
     "Recomputes each business day from --from to --to (inclusive). Differences are\n"
     "upserted; the watermark never moves backwards.\n";
@@ -375,7 +377,8 @@ static int run_hot(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 int recon_cmd_run(int argc, char **argv)
 {
 	const bool rerun = !strcmp(argv[0], "rerun");
-	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL;
+	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL,
+		   *upstream = NULL;
 	bool dry_run = false, json = false, quiet = false, verbose = false, help = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},
@@ -383,6 +386,7 @@ int recon_cmd_run(int argc, char **argv)
 	    {"date", true, &date, NULL},
 	    {"from", true, &from, NULL},
 	    {"to", true, &to, NULL},
+	    {"upstream", true, &upstream, NULL},
 	    {"dry-run", false, NULL, &dry_run},
 	    {"json", false, NULL, &json},
 	    {"quiet", false, NULL, &quiet},
@@ -425,6 +429,20 @@ int recon_cmd_run(int argc, char **argv)
 		return 64;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	/* --upstream FILE|-: one statement, so one window (a t1 day named by --date) */
+	if (upstream &&
+	    (ctx.mode == RECON_MODE_HOT || (!rerun && !date) || (rerun && strcmp(from, to) != 0))) {
+		fprintf(stderr,
+			"recon %s: --upstream is one statement: name its day with --date "
+			"(t1), or --from D --to D\n",
+			argv[0]);
+		code = 64;
+		goto out;
+	}
+	if (upstream && recon_job_override_upstream(job, upstream, &err) < 0) {
 		code = fail(&err);
 		goto out;
 	}

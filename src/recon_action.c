@@ -178,6 +178,10 @@ struct actx {
 	struct recon_err last;	/* the latest of those failures */
 	bool in_batch;		/* a state store transaction is open */
 	size_t batched;		/* rows written in it */
+	/* a replay refused for a reason every other replay shares (a grant, a column the
+	   job cannot fill): named once, the later ones are not tried */
+	struct recon_err replay_broken;
+	uint64_t replays_not_tried;
 };
 
 /*
@@ -276,8 +280,12 @@ static int writer(struct actx *a, struct recon_err *err)
 	}
 	recon_err_init(&a->writer_err);
 	a->writer_rc = ops->open(&a->w, a->job, &a->writer_err);
-	if (a->writer_rc < 0)
+	if (a->writer_rc < 0) {
 		*err = a->writer_err;
+	} else {
+		a->w->now = a->now;
+		a->w->run_id = a->run_id;
+	}
 	return a->writer_rc;
 }
 
@@ -308,6 +316,37 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 	}
 }
 
+/*
+ * A replay failure that every replay of the run will meet: the message says
+ * what to change, and the action is remembered so the others are not tried.
+ */
+static void replay_broken(struct actx *a, struct recon_err *e)
+{
+	const struct recon_job *job = a->job;
+	struct recon_err h;
+
+	recon_err_init(&h);
+	if (e->code == RECON_EPERM)
+		recon_err_set(
+		    &h, RECON_EPERM, e->where,
+		    "replay: the writer lacks a grant: %s (grant INSERT on '%s' and "
+		    "'idempotency_record', or 'recon_outbox' with \"replay\": \"outbox\")",
+		    e->msg,
+		    job->actions.replay == RECON_REPLAY_OUTBOX ? "recon_outbox" : job->local.table);
+	else if (job->actions.replay == RECON_REPLAY_OUTBOX)
+		recon_err_set(&h, RECON_ECONFIG, e->where,
+			      "replay: 'recon_outbox' cannot take the event: %s (apply "
+			      "sql/<engine>/merchant.sql)",
+			      e->msg);
+	else
+		recon_err_set(&h, RECON_ECONFIG, e->where,
+			      "replay: table '%s' cannot be filled: %s (give the column a value in "
+			      "actions.replay_values, or set actions.replay to \"outbox\")",
+			      job->local.table, e->msg);
+	*e = h;
+	a->replay_broken = h;
+}
+
 /* A writer action: skipped without a writer, "would" on a dry run, else retried. */
 static void writer_action(struct actx *a, struct attempt *t)
 {
@@ -317,6 +356,11 @@ static void writer_action(struct actx *a, struct attempt *t)
 	recon_err_init(&e);
 	if (a->dry_run) {
 		note(a, t->key, t->klass, t->kind, RECON_OUT_WOULD, 0, NULL);
+		return;
+	}
+	if (t->kind == RECON_ACT_REPLAY && a->replay_broken.code) {
+		a->replays_not_tried++;
+		note(a, t->key, t->klass, t->kind, RECON_OUT_FAILED, 0, &a->replay_broken);
 		return;
 	}
 	if (remote(a))
@@ -333,8 +377,12 @@ static void writer_action(struct actx *a, struct attempt *t)
 	rc = recon_retry(&a->retry, attempt_once, t, &attempts, &e);
 	if (rc < 0) {
 		char buf[512];
-		recon_log(RECON_LOG_ERROR, "%s of '%s' failed: %s", recon_action_name(t->kind),
-			  t->key, recon_err_str(&e, buf, sizeof(buf)));
+		if (t->kind == RECON_ACT_REPLAY && (rc == RECON_EPERM || rc == RECON_ECONFIG))
+			replay_broken(a, &e); /* named once, by the run's error */
+		else
+			recon_log(RECON_LOG_ERROR, "%s of '%s' failed: %s",
+				  recon_action_name(t->kind), t->key,
+				  recon_err_str(&e, buf, sizeof(buf)));
 		note(a, t->key, t->klass, t->kind, RECON_OUT_FAILED, attempts, &e);
 		return;
 	}
@@ -609,6 +657,10 @@ int recon_actions_run(const struct recon_job *job, struct recon_state *st,
 	state_flush(&a);
 	if (!a.dry_run)
 		sync_tickets(&a);
+	if (a.replays_not_tried)
+		recon_log(RECON_LOG_ERROR,
+			  "%llu more replay(s) not tried: each would fail as the first did",
+			  (unsigned long long)a.replays_not_tried);
 	cj = recon_action_counts_json(counts);
 	{
 		struct recon_err e;

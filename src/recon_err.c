@@ -51,6 +51,8 @@ int recon_err_exit_code(int code)
 		return 69;
 	case RECON_ELOCKED:
 		return 75;
+	case RECON_EPERM:
+		return 77;
 	case RECON_ECONFIG:
 		return 78;
 	case RECON_EUSAGE:

@@ -58,6 +58,20 @@ int recon_map_get(const struct recon_map *m, const char *s, size_t len)
 	return -1;
 }
 
+int recon_job_override_upstream(struct recon_job *job, const char *path, struct recon_err *err)
+{
+	if (job->upstream.kind != RECON_KIND_CSV)
+		return recon_err_set(err, RECON_EUSAGE, "--upstream",
+				     "replaces a statement file, and the upstream is a %s source",
+				     recon_kind_name(job->upstream.kind));
+	if (!path[0])
+		return recon_err_set(err, RECON_EUSAGE, "--upstream", "expected a file or '-'");
+	free(job->upstream.path);
+	/* standard input: a pipe is read once (recon_run reads it again only if a regular file) */
+	job->upstream.path = recon_xstrdup(strcmp(path, "-") ? path : "/dev/stdin");
+	return 0;
+}
+
 bool recon_job_ident_ok(const char *s)
 {
 	size_t n = 0;
@@ -518,9 +532,64 @@ out:
 }
 
 static const char *const status_names[] = {"success", "refunded", "closed", "pending"};
-static const char *const entry_names[] = {"payment", "refund", "revoke", "keyless", "ignore"};
+static const char *const entry_names[] = {"payment", "refund", "revoke",
+					  "keyless", "ignore", "refund_reversal"};
 
-/* "columns": role -> column name; "key" may be an array (composite key). */
+/* Drops the key's columns, alternatives and first_of list (before a new mapping). */
+static void clear_key(struct recon_side *s)
+{
+	for (int i = 0; i < RECON_KEY_PARTS_MAX; i++) {
+		free(s->cols[RECON_COL_KEY0 + i]);
+		s->cols[RECON_COL_KEY0 + i] = NULL;
+		free_strv(s->alt_cols[RECON_COL_KEY0 + i]);
+		s->alt_cols[RECON_COL_KEY0 + i] = NULL;
+	}
+	free_strv(s->key_first_of);
+	s->key_first_of = NULL;
+}
+
+/*
+ * "key": {"first_of": [col, ...]}: the first non-empty of 2 to
+ * RECON_FIRST_OF_MAX columns (Stripe rows carry the order id in one of
+ * several metadata columns).
+ */
+static int get_first_of(struct loader *L, json_t *v, struct recon_side *s, bool sql)
+{
+	static const char *const keys[] = {"first_of", NULL};
+	json_t *a = json_object_get(v, "first_of"), *e;
+	size_t i;
+	int rc;
+
+	if ((rc = check_keys(L, v, keys)) < 0)
+		return rc;
+	push(L, "first_of");
+	if (!json_is_array(a) || json_array_size(a) < 2 ||
+	    json_array_size(a) > RECON_FIRST_OF_MAX) {
+		rc = lerr(L, "expected an array of 2 to %d column names", RECON_FIRST_OF_MAX);
+		pop(L);
+		return rc;
+	}
+	json_array_foreach(a, i, e)
+	{
+		if (!json_is_string(e) || !json_string_length(e) ||
+		    (sql && !recon_job_ident_ok(json_string_value(e)))) {
+			rc = lerr(L, "element %zu: expected a%s column name", i,
+				  sql ? " valid SQL" : "");
+			pop(L);
+			return rc;
+		}
+	}
+	pop(L);
+	clear_key(s);
+	rc = get_strv(L, v, "first_of", &s->key_first_of);
+	if (rc == 0) {
+		s->cols[RECON_COL_KEY0] = recon_xstrdup(s->key_first_of[0]);
+		s->nkey = 1;
+	}
+	return rc;
+}
+
+/* "columns": role -> column name; "key" may be an array (composite key) or {"first_of": [...]}. */
 static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool sql)
 {
 	json_t *cols = json_object_get(obj, "columns"), *v;
@@ -547,12 +616,7 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 				pop(L);
 				goto out;
 			}
-			for (i = 0; i < RECON_KEY_PARTS_MAX; i++) {
-				free(s->cols[RECON_COL_KEY0 + i]);
-				s->cols[RECON_COL_KEY0 + i] = NULL;
-				free_strv(s->alt_cols[RECON_COL_KEY0 + i]);
-				s->alt_cols[RECON_COL_KEY0 + i] = NULL;
-			}
+			clear_key(s);
 			json_array_foreach(v, i, e)
 			{
 				if (!json_is_string(e) || !json_string_length(e) ||
@@ -566,6 +630,13 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 			}
 			s->nkey = (unsigned)n;
 			pop(L);
+			continue;
+		}
+		if (!strcmp(role, "key") && json_is_object(v)) {
+			rc = get_first_of(L, v, s, sql);
+			pop(L);
+			if (rc < 0)
+				goto out;
 			continue;
 		}
 		for (c = 0; c < RECON_COL__COUNT; c++)
@@ -604,6 +675,8 @@ static int get_columns(struct loader *L, json_t *obj, struct recon_side *s, bool
 					free(s->cols[RECON_COL_KEY0 + i]);
 					s->cols[RECON_COL_KEY0 + i] = NULL;
 				}
+				free_strv(s->key_first_of);
+				s->key_first_of = NULL;
 				s->nkey = 1;
 			}
 		}
@@ -618,14 +691,13 @@ out:
 	return rc;
 }
 
-static const char *const csv_keys[] = {"description", "encoding",	  "delimiter",
-				       "quote",	      "header",		  "skip_lines",
-				       "strip",	      "comment_prefixes", "stop_prefixes",
-				       "columns",     "entry_types",	  "status_map",
-				       "currency",    "timezone",	  "thousands",
-				       "alt_columns", "delimiter_guard",  "reject_empty",
-				       "zip_entry",   "zip_exclude",	  "totals",
-				       NULL};
+static const char *const csv_keys[] = {
+    "description",     "encoding",     "delimiter",	"quote",
+    "header",	       "skip_lines",   "strip",		"comment_prefixes",
+    "stop_prefixes",   "columns",      "entry_types",	"status_map",
+    "currency",	       "timezone",     "thousands",	"alt_columns",
+    "delimiter_guard", "reject_empty", "zip_entry",	"zip_exclude",
+    "totals",	       "time_format",  "totals_ignore", NULL};
 
 /* Role index for a name in "columns"/"alt_columns" (key parts excluded), or -1. */
 static int role_of(const char *role)
@@ -715,6 +787,7 @@ static void totals_release(struct recon_totals_rule *t)
 		free(g->sums);
 	}
 	free(t->groups);
+	free_strv(t->informational);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -724,7 +797,8 @@ static void totals_release(struct recon_totals_rule *t)
  */
 static int get_totals(struct loader *L, json_t *obj, struct recon_side *s)
 {
-	static const char *const keys[] = {"in", "required", "groups", "description", NULL};
+	static const char *const keys[] = {"in",	  "required",	   "groups",
+					   "description", "informational", NULL};
 	static const char *const gkeys[] = {"count", "entry_type", "sums", NULL};
 	json_t *t = json_object_get(obj, "totals"), *groups, *g;
 	char *in = NULL;
@@ -742,7 +816,8 @@ static int get_totals(struct loader *L, json_t *obj, struct recon_side *s)
 		goto out;
 	}
 	if ((rc = check_keys(L, t, keys)) < 0 || (rc = get_str(L, t, "in", &in)) < 0 ||
-	    (rc = get_bool(L, t, "required", &s->totals.required)) < 0)
+	    (rc = get_bool(L, t, "required", &s->totals.required)) < 0 ||
+	    (rc = get_strv(L, t, "informational", &s->totals.informational)) < 0)
 		goto out;
 	push(L, "in");
 	if (in && !strcmp(in, "trailer"))
@@ -808,7 +883,8 @@ static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
 	    (rc = get_bool(L, obj, "reject_empty", &s->reject_empty)) < 0 ||
 	    (rc = get_str(L, obj, "zip_entry", &s->zip_entry)) < 0 ||
 	    (rc = get_str(L, obj, "zip_exclude", &s->zip_exclude)) < 0 ||
-	    (rc = get_totals(L, obj, s)) < 0)
+	    (rc = get_totals(L, obj, s)) < 0 ||
+	    (rc = get_strv(L, obj, "totals_ignore", &s->totals_ignore)) < 0)
 		return rc;
 	if (skip > 1000) {
 		push(L, "skip_lines");
@@ -824,6 +900,23 @@ static int get_csv_layout(struct loader *L, json_t *obj, struct recon_side *s)
 	return 0;
 }
 
+/* "time_format": how the side writes its timestamps (strftime-style), checked here. */
+static int get_time_format(struct loader *L, json_t *obj, struct recon_side *s)
+{
+	struct recon_err e;
+	int rc;
+
+	if ((rc = get_str(L, obj, "time_format", &s->time_format)) < 0 || !s->time_format)
+		return rc;
+	recon_err_init(&e);
+	if (recon_time_format_check(s->time_format, &e) < 0) {
+		push(L, "time_format");
+		rc = lerr(L, "%s", e.msg);
+		pop(L);
+	}
+	return rc;
+}
+
 /* Common per-side keys that both profiles and sides may carry. */
 static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, bool sql)
 {
@@ -832,9 +925,10 @@ static int get_side_common(struct loader *L, json_t *obj, struct recon_side *s, 
 	if ((rc = get_columns(L, obj, s, sql)) < 0 || (rc = get_alt_columns(L, obj, s)) < 0 ||
 	    (rc = get_map(L, obj, "status_map", status_names, RECON_ST__COUNT, &s->status_map)) <
 		0 ||
-	    (rc = get_map(L, obj, "entry_types", entry_names, 5, &s->entry_types)) < 0 ||
+	    (rc = get_map(L, obj, "entry_types", entry_names, 6, &s->entry_types)) < 0 ||
 	    (rc = get_str(L, obj, "currency", &s->currency)) < 0 ||
-	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0)
+	    (rc = get_str(L, obj, "timezone", &s->tz_name)) < 0 ||
+	    (rc = get_time_format(L, obj, s)) < 0)
 		return rc;
 	return 0;
 }
@@ -973,6 +1067,8 @@ static const char *const side_keys[] = {"kind",
 					"zip_entry",
 					"zip_exclude",
 					"totals",
+					"time_format",
+					"totals_ignore",
 					NULL};
 
 static bool env_name_ok(const char *s)
@@ -1123,6 +1219,7 @@ static int load_side(struct loader *L, json_t *root, const char *name, const cha
 						       "zip_exclude",
 						       "totals",
 						       "allow_empty",
+						       "totals_ignore",
 						       NULL};
 		for (int i = 0; csv_only[i]; i++) {
 			if (json_object_get(obj, csv_only[i])) {
@@ -1256,6 +1353,8 @@ static void side_release(struct recon_side *s)
 	for (int c = 0; c < RECON_COL__COUNT; c++)
 		free(s->cols[c]);
 	free(s->tz_name);
+	free(s->time_format);
+	free_strv(s->key_first_of);
 	recon_tz_free(s->tz);
 	free(s->currency);
 	map_release(&s->status_map);
@@ -1269,6 +1368,7 @@ static void side_release(struct recon_side *s)
 	free(s->zip_entry);
 	free(s->zip_exclude);
 	totals_release(&s->totals);
+	free_strv(s->totals_ignore);
 }
 
 void recon_job_free(struct recon_job *job)
@@ -1288,6 +1388,11 @@ void recon_job_free(struct recon_job *job)
 	free(job->actions.repush_event);
 	free(job->actions.transition_to);
 	free_strv(job->actions.transition_from);
+	for (size_t i = 0; i < job->actions.nreplay_values; i++) {
+		free(job->actions.replay_values[i].column);
+		free(job->actions.replay_values[i].text);
+	}
+	free(job->actions.replay_values);
 	free(job->state_path);
 	free(job->heartbeat_path);
 	free(job->config_text);
@@ -1306,12 +1411,125 @@ static bool job_name_ok(const char *s)
 	return s[0] != '.';
 }
 
+static const char *const tvar_names[RECON_TVAR__COUNT] = {
+    "key",  "amount_minor", "amount", "currency", "status",
+    "time", "now",	    "txn_id", "job",	  "run_id"};
+
+int recon_job_tvar(const char *name, size_t len)
+{
+	for (int i = 0; i < RECON_TVAR__COUNT; i++)
+		if (strlen(tvar_names[i]) == len && !memcmp(name, tvar_names[i], len))
+			return i;
+	return -1;
+}
+
+/* A replay template: every '{' opens a known variable closed by '}'. */
+static int check_template(struct loader *L, const char *t)
+{
+	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+		const char *end = strchr(p, '}');
+		if (!end || recon_job_tvar(p + 1, (size_t)(end - p - 1)) < 0)
+			return lerr(
+			    L,
+			    "unknown template variable at '%.24s' (known: {key}, "
+			    "{amount_minor}, {amount}, {currency}, {status}, {time}, {now}, "
+			    "{txn_id}, {job}, {run_id})",
+			    p);
+	}
+	return 0;
+}
+
+/* The role whose local column is `col`, or -1: a replay writes those itself. */
+static int local_role_of_column(const struct recon_side *l, const char *col)
+{
+	for (int c = 0; c < RECON_COL__COUNT; c++)
+		if (l->cols[c] && !strcmp(l->cols[c], col))
+			return c;
+	return -1;
+}
+
+/*
+ * "replay": "insert"|"outbox"; "replay_values": {column: template | integer | null}
+ * (DESIGN: replays must fit the merchant's real table).
+ */
+static int get_replay(struct loader *L, json_t *v, struct recon_job *job)
+{
+	struct recon_actions_cfg *a = &job->actions;
+	json_t *rv = json_object_get(v, "replay_values"), *t;
+	char *mode = NULL;
+	const char *col;
+	int rc;
+
+	if ((rc = get_str(L, v, "replay", &mode)) < 0)
+		return rc;
+	if (mode) {
+		push(L, "replay");
+		if (!strcmp(mode, "insert"))
+			a->replay = RECON_REPLAY_INSERT;
+		else if (!strcmp(mode, "outbox"))
+			a->replay = RECON_REPLAY_OUTBOX;
+		else
+			rc = lerr(L, "expected \"insert\" (a row in the local table) or \"outbox\" "
+				     "(a replay event in recon_outbox)");
+		pop(L);
+		free(mode);
+		if (rc < 0)
+			return rc;
+	}
+	if (!rv)
+		return 0;
+	push(L, "replay_values");
+	if (!json_is_object(rv) || json_object_size(rv) > RECON_REPLAY_VALUES_MAX) {
+		rc = lerr(L,
+			  "expected an object of at most %d columns such as {\"updated_at\": "
+			  "\"{now}\"}",
+			  RECON_REPLAY_VALUES_MAX);
+		pop(L);
+		return rc;
+	}
+	a->replay_values = recon_xcalloc(json_object_size(rv) + 1, sizeof(*a->replay_values));
+	json_object_foreach(rv, col, t)
+	{
+		struct recon_replay_value *x = &a->replay_values[a->nreplay_values];
+		int role = local_role_of_column(&job->local, col);
+		push(L, col);
+		if (!recon_job_ident_ok(col))
+			rc = lerr(L, "not a valid SQL identifier");
+		else if (role >= 0)
+			rc = lerr(L, "the local side's '%s' column: a replay writes it itself",
+				  recon_col_name(role));
+		else if (json_is_string(t))
+			rc = check_template(L, json_string_value(t));
+		else if (!json_is_integer(t) && !json_is_null(t))
+			rc = lerr(L, "expected a template string, an integer or null");
+		if (rc == 0) {
+			char num[32];
+			x->column = recon_xstrdup(col);
+			if (json_is_integer(t)) {
+				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+					 json_integer_value(t));
+				x->text = recon_xstrdup(num);
+				x->number = true;
+			} else if (json_is_string(t)) {
+				x->text = recon_xstrdup(json_string_value(t));
+			}
+			a->nreplay_values++;
+		}
+		pop(L);
+		if (rc < 0)
+			break;
+	}
+	pop(L);
+	return rc;
+}
+
 /* "actions": writer, replay words, re-push event, guarded transition. */
 static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 {
-	static const char *const keys[] = {"enabled",	   "writer_dsn_env", "replay_status",
-					   "repush_event", "transition",     "attempts",
-					   "breaker",	   "timeout",	     NULL};
+	static const char *const keys[] = {
+	    "enabled",	  "writer_dsn_env", "replay_status", "repush_event", "transition",
+	    "attempts",	  "breaker",	    "timeout",	     "replay",	     "replay_values",
+	    NULL};
 	static const char *const tkeys[] = {"to", "from", NULL};
 	struct recon_actions_cfg *a = &job->actions;
 	json_t *v = json_object_get(root, "actions"), *rs, *tr;
@@ -1339,7 +1557,8 @@ static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 	    (rc = get_str(L, v, "repush_event", &a->repush_event)) < 0 ||
 	    (rc = get_count(L, v, "attempts", &a->attempts)) < 0 ||
 	    (rc = get_count(L, v, "breaker", &a->breaker)) < 0 ||
-	    (rc = get_duration(L, v, "timeout", &a->timeout_ms)) < 0)
+	    (rc = get_duration(L, v, "timeout", &a->timeout_ms)) < 0 ||
+	    (rc = get_replay(L, v, job)) < 0)
 		goto out;
 	if (a->attempts < 1 || a->attempts > 10) {
 		push(L, "attempts");

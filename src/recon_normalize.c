@@ -168,6 +168,15 @@ static int join_key(const struct recon_side *side, const struct recon_raw_row *r
 		len = raw->len[c];
 		if (s)
 			trim(side, &s, &len);
+		if ((!s || !len) && side->key_first_of) {
+			char names[200] = "";
+			for (size_t k = 0; side->key_first_of[k]; k++) {
+				size_t used = strlen(names);
+				snprintf(names + used, sizeof(names) - used, "%s'%s'",
+					 k ? ", " : "", side->key_first_of[k]);
+			}
+			return field_err(err, c, "empty key: none of %s holds a value", names);
+		}
 		if (!s || !len)
 			return field_err(err, c, "empty key '%s'", side->cols[c]);
 		if (check_key_chars(c, s, len, err) < 0)
@@ -240,7 +249,7 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	if (!s)
 		return field_err(err, RECON_COL_TIME, "empty time");
 	recon_err_init(&e);
-	if (recon_time_parse(s, len, side->tz, &out->time, &e) < 0)
+	if (recon_time_parse_format(s, len, side->time_format, side->tz, &out->time, &e) < 0)
 		return field_err(err, RECON_COL_TIME, "%s", e.msg);
 	out->flags |= RECON_ROW_TIMED; /* known even when a later field is rejected */
 
@@ -290,6 +299,15 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 			return field_err(err, amount_col, "refund amount out of range");
 		out->amount = -out->amount;
 	}
+	const bool reversal = out->entry == RECON_ENTRY_REFUND_REVERSAL;
+	if (reversal) {
+		/* the money a dispute (a refund-like debit) took comes back: it offsets the
+		   refunds, whatever sign the format writes it with */
+		if (out->amount == INT64_MIN)
+			return field_err(err, amount_col, "amount out of range");
+		out->entry = RECON_ENTRY_REFUND;
+		out->amount = out->amount > 0 ? -out->amount : out->amount;
+	}
 
 	/* status (plain rows) */
 	if (side->cols[RECON_COL_STATUS] && !(upstream && side->cols[RECON_COL_ENTRY_TYPE])) {
@@ -317,7 +335,9 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 	 * transaction id. The compare pairs the id with the key.
 	 */
 	enum recon_col idc = RECON_COL_TXN_ID;
-	if (out->entry == RECON_ENTRY_REFUND && !(out->flags & RECON_ROW_HAS_STATUS))
+	/* a reversal names the refund it undoes (Stripe: the dispute's id): its own
+	   transaction id tells it apart from that refund */
+	if (out->entry == RECON_ENTRY_REFUND && !reversal && !(out->flags & RECON_ROW_HAS_STATUS))
 		idc = RECON_COL_REFUND_ID;
 	s = raw->val[idc];
 	len = raw->len[idc];

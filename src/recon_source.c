@@ -66,6 +66,23 @@ void recon_source_close(struct recon_source *src)
 		src->ops->close(src);
 }
 
+void recon_source_sql_key(const struct recon_side *side, char q, unsigned part,
+			  struct recon_buf *sql)
+{
+	/* MySQL casts to CHAR; PostgreSQL and SQLite to TEXT */
+	const char *text = q == '`' ? "CHAR" : "TEXT";
+
+	if (part > 0 || !side->key_first_of) {
+		recon_buf_addf(sql, "%c%s%c", q, side->cols[RECON_COL_KEY0 + part], q);
+		return;
+	}
+	recon_buf_adds(sql, "COALESCE(");
+	for (size_t k = 0; side->key_first_of[k]; k++)
+		recon_buf_addf(sql, "%sNULLIF(TRIM(CAST(%c%s%c AS %s)), '')", k ? ", " : "", q,
+			       side->key_first_of[k], q, text);
+	recon_buf_adds(sql, ")");
+}
+
 unsigned recon_source_sql_select(const struct recon_side *side, char q, struct recon_buf *sql,
 				 int colidx[RECON_COL__COUNT])
 {
@@ -76,7 +93,11 @@ unsigned recon_source_sql_select(const struct recon_side *side, char q, struct r
 		colidx[c] = -1;
 		if (!side->cols[c])
 			continue;
-		recon_buf_addf(sql, "%s%c%s%c", n ? ", " : "", q, side->cols[c], q);
+		recon_buf_adds(sql, n ? ", " : "");
+		if (c == RECON_COL_KEY0)
+			recon_source_sql_key(side, q, 0, sql);
+		else
+			recon_buf_addf(sql, "%c%s%c", q, side->cols[c], q);
 		colidx[c] = n++;
 	}
 	recon_buf_addf(sql, " FROM %c%s%c", q, side->table, q);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1035,6 +1036,293 @@ int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz, int64
 convert:
 	if (has_off)
 		*utc_ms = local - (int64_t)off * RECON_MS_PER_SEC;
+	else
+		*utc_ms = recon_tz_to_utc(tz, local);
+	return 0;
+}
+
+/* Fields a time_format fills; -1: not given. */
+struct tfields {
+	int64_t year, epoch;
+	int mon, day, hour, min, sec, ms, pm;
+	bool has_epoch, has_off, has_hour12;
+	int32_t off;
+};
+
+/* Up to `max` (at least `min`) decimal digits at *p into *v. */
+static bool take_digits(const char **p, const char *end, int min, int max, int64_t *v)
+{
+	int n = 0;
+
+	*v = 0;
+	while (*p < end && n < max && is_digit(**p)) {
+		*v = *v * 10 + (**p - '0');
+		(*p)++;
+		n++;
+	}
+	return n >= min;
+}
+
+/* A fraction's digits at *p (1 to 9, truncated to ms) into *ms. */
+static bool take_fraction(const char **p, const char *end, int *ms)
+{
+	int n = 0;
+
+	*ms = 0;
+	while (*p < end && is_digit(**p)) {
+		if (n < 3)
+			*ms = *ms * 10 + (**p - '0');
+		n++;
+		(*p)++;
+	}
+	for (int i = n; i < 3; i++)
+		*ms *= 10;
+	return n >= 1 && n <= 9;
+}
+
+static const char *const month_abbr[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/*
+ * One directive c of a time_format at *p. Returns NULL on success, else the
+ * reason. fmt_next is the format's next character (for %S's optional fraction).
+ * Longer than a screen: one short case per directive, read side by side.
+ */
+static const char *directive(char c, char fmt_next, const char **p, const char *end,
+			     struct tfields *f)
+{
+	int64_t v;
+
+	switch (c) {
+	case 'Y':
+		if (!take_digits(p, end, 4, 4, &v) || v < 1)
+			return "expected a 4-digit year";
+		f->year = v;
+		return NULL;
+	case 'm':
+		if (!take_digits(p, end, 1, 2, &v) || v < 1 || v > 12)
+			return "expected a month 1-12";
+		f->mon = (int)v;
+		return NULL;
+	case 'd':
+	case 'e':
+		if (c == 'e' && *p < end && **p == ' ')
+			(*p)++;
+		if (!take_digits(p, end, 1, 2, &v) || v < 1 || v > 31)
+			return "expected a day 1-31";
+		f->day = (int)v;
+		return NULL;
+	case 'H':
+		if (!take_digits(p, end, 1, 2, &v) || v > 23)
+			return "expected an hour 0-23";
+		f->hour = (int)v;
+		return NULL;
+	case 'I':
+		if (!take_digits(p, end, 1, 2, &v) || v < 1 || v > 12)
+			return "expected an hour 1-12";
+		f->hour = (int)v;
+		f->has_hour12 = true;
+		return NULL;
+	case 'p':
+		if (end - *p >= 2 && ((*p)[1] == 'M' || (*p)[1] == 'm') &&
+		    ((*p)[0] == 'A' || (*p)[0] == 'a' || (*p)[0] == 'P' || (*p)[0] == 'p')) {
+			f->pm = (*p)[0] == 'P' || (*p)[0] == 'p';
+			*p += 2;
+			return NULL;
+		}
+		return "expected AM or PM";
+	case 'M':
+		if (!take_digits(p, end, 1, 2, &v) || v > 59)
+			return "expected a minute 0-59";
+		f->min = (int)v;
+		return NULL;
+	case 'S':
+		/* 60 is a typo: payment data has no leap seconds */
+		if (!take_digits(p, end, 1, 2, &v) || v > 59)
+			return "expected a second 0-59";
+		f->sec = (int)v;
+		if (fmt_next != '.' && *p < end && **p == '.') {
+			(*p)++;
+			if (!take_fraction(p, end, &f->ms))
+				return "expected 1 to 9 digits after '.'";
+		}
+		return NULL;
+	case 'f':
+		if (!take_fraction(p, end, &f->ms))
+			return "expected 1 to 9 fraction digits";
+		return NULL;
+	case 's': {
+		bool neg = *p < end && **p == '-';
+		if (neg)
+			(*p)++;
+		/* 11 digits reach year 5138: beyond, a value is ms or junk, not seconds */
+		if (!take_digits(p, end, 1, 11, &v) || (*p < end && is_digit(**p)))
+			return "expected epoch seconds";
+		f->epoch = neg ? -v : v;
+		f->has_epoch = true;
+		if (fmt_next != '.' && *p < end && **p == '.') {
+			(*p)++;
+			if (!take_fraction(p, end, &f->ms))
+				return "expected 1 to 9 digits after '.'";
+		}
+		return NULL;
+	}
+	case 'b':
+		for (int i = 0; i < 12; i++) {
+			if (end - *p >= 3 && !strncasecmp(*p, month_abbr[i], 3)) {
+				f->mon = i + 1;
+				*p += 3;
+				return NULL;
+			}
+		}
+		return "expected a month name (Jan-Dec)";
+	case 'z':
+		if (*p < end && **p == 'Z') {
+			(*p)++;
+			f->off = 0;
+		} else {
+			const char *q = *p < end ? parse_utc_offset(*p, end, &f->off) : NULL;
+			if (!q)
+				return "expected a utc offset (+hh:mm, +hhmm, Z)";
+			*p = q;
+		}
+		f->has_off = true;
+		return NULL;
+	case '%':
+		if (*p < end && **p == '%') {
+			(*p)++;
+			return NULL;
+		}
+		return "expected '%'";
+	default:
+		return "unknown directive";
+	}
+}
+
+int recon_time_format_check(const char *fmt, struct recon_err *err)
+{
+	bool y = false, m = false, d = false, s = false, i = false, p = false;
+
+	if (!fmt || !*fmt || strlen(fmt) > 64)
+		return recon_err_set(err, RECON_ECONFIG, NULL,
+				     "a time_format is 1 to 64 characters");
+	for (const char *c = fmt; *c; c++) {
+		if (*c != '%')
+			continue;
+		c++;
+		switch (*c) {
+		case 'Y':
+			y = true;
+			break;
+		case 'm':
+		case 'b':
+			m = true;
+			break;
+		case 'd':
+		case 'e':
+			d = true;
+			break;
+		case 's':
+			s = true;
+			break;
+		case 'I':
+			i = true;
+			break;
+		case 'p':
+			p = true;
+			break;
+		case 'H':
+		case 'M':
+		case 'S':
+		case 'f':
+		case 'z':
+		case '%':
+			break;
+		default:
+			return recon_err_set(
+			    err, RECON_ECONFIG, NULL,
+			    "unknown directive '%%%.1s' in time_format '%s' (known: "
+			    "%%Y %%m %%d %%e %%b %%H %%I %%p %%M %%S %%f %%s %%z %%%%)",
+			    c, fmt);
+		}
+		if (!*c)
+			break;
+	}
+	if (!s && !(y && m && d))
+		return recon_err_set(
+		    err, RECON_ECONFIG, NULL,
+		    "time_format '%s' names no date: it needs %%Y, %%m (or %%b) and "
+		    "%%d, or %%s",
+		    fmt);
+	if (i != p)
+		return recon_err_set(err, RECON_ECONFIG, NULL,
+				     "time_format '%s': %%I (12-hour clock) goes with %%p (AM/PM)",
+				     fmt);
+	return 0;
+}
+
+int recon_time_parse_format(const char *s, size_t len, const char *fmt, const struct recon_tz *tz,
+			    int64_t *utc_ms, struct recon_err *err)
+{
+	static const char what[] = "timestamp";
+	const char *p = s, *end = s + len, *why;
+	struct tfields f = {.mon = 1, .day = 1, .pm = -1};
+	int64_t local;
+
+	if (!fmt)
+		return recon_time_parse(s, len, tz, utc_ms, err);
+	if (!s)
+		return reject(err, what, "", 0, "empty");
+	while (p < end && is_blank(*p))
+		p++;
+	while (end > p && is_blank(end[-1]))
+		end--;
+	if (p == end)
+		return reject(err, what, s, len, "empty");
+	for (const char *c = fmt; *c; c++) {
+		if (*c == '%' && c[1]) {
+			c++;
+			if ((why = directive(*c, c[1], &p, end, &f)) != NULL)
+				return reject(err, what, s, len, "%s for '%%%c' of '%s'", why, *c,
+					      fmt);
+		} else if (*c == ' ') {
+			/* a blank in the format matches one or more blanks */
+			if (p == end || !is_blank(*p))
+				return reject(err, what, s, len, "expected a blank (format '%s')",
+					      fmt);
+			while (p < end && is_blank(*p))
+				p++;
+		} else if (p < end && *p == *c) {
+			p++;
+		} else {
+			return reject(err, what, s, len, "expected '%c' (format '%s')", *c, fmt);
+		}
+	}
+	if (p != end) {
+		char c[RECON_QUOTE_BUF];
+		recon_err_quote(c, p, 1, RECON_QUOTE_ASCII);
+		return reject(err, what, s, len, "unexpected '%s' (format '%s')", c, fmt);
+	}
+	if (f.has_epoch) {
+		/* an instant: the zone plays no part */
+		if (f.epoch > INT64_MAX / RECON_MS_PER_SEC - 1 ||
+		    f.epoch < INT64_MIN / RECON_MS_PER_SEC + 1)
+			return reject(err, what, s, len, "out of range");
+		*utc_ms = f.epoch * RECON_MS_PER_SEC + (f.epoch < 0 ? -f.ms : f.ms);
+		return 0;
+	}
+	if (f.year < 1 || f.year > 9999)
+		return reject(err, what, s, len, "year out of range");
+	if ((unsigned)f.day > days_in_month(f.year, (unsigned)f.mon))
+		return reject(err, what, s, len, "day %d", f.day);
+	if (f.pm >= 0)
+		f.hour = f.hour % 12 + (f.pm ? 12 : 0);
+	local = recon_days_from_civil((int)f.year, (unsigned)f.mon, (unsigned)f.day) *
+		    RECON_MS_PER_DAY +
+		f.hour * RECON_MS_PER_HOUR + f.min * RECON_MS_PER_MIN + f.sec * RECON_MS_PER_SEC +
+		f.ms;
+	if (f.has_off)
+		*utc_ms = local - (int64_t)f.off * RECON_MS_PER_SEC;
 	else
 		*utc_ms = recon_tz_to_utc(tz, local);
 	return 0;

@@ -353,6 +353,54 @@ static int compare_count(const struct recon_totals *t, const struct recon_totals
 	return 0;
 }
 
+static bool in_strv(char *const *v, const char *p, size_t n)
+{
+	for (; v && *v; v++)
+		if (strlen(*v) == n && !memcmp(*v, p, n))
+			return true;
+	return false;
+}
+
+/* A label the profile marks informational, or the job ignores. */
+static bool label_waived(const struct recon_totals *t, const char *p, size_t n)
+{
+	return in_strv(t->side->totals.informational, p, n) ||
+	       in_strv(t->side->totals_ignore, p, n);
+}
+
+/* Trailer: a count or a sum of some group, or waived. */
+static bool trailer_label_known(const struct recon_totals *t, const char *p, size_t n)
+{
+	const struct recon_totals_rule *rule = &t->side->totals;
+
+	for (size_t gi = 0; gi < rule->ngroups; gi++) {
+		const struct recon_totals_group *grp = &rule->groups[gi];
+		if (strlen(grp->count) == n && !memcmp(grp->count, p, n))
+			return true;
+		for (size_t j = 0; j < grp->nsums; j++)
+			if (strlen(grp->sums[j].label) == n && !memcmp(grp->sums[j].label, p, n))
+				return true;
+	}
+	return label_waived(t, p, n);
+}
+
+/*
+ * A label the statement states but nothing checks: the README promises the
+ * totals are checked exactly, so a wrong value there must not pass silently.
+ */
+static int unknown_label(const struct recon_totals *t, const char *p, size_t n, const char *path,
+			 uint64_t line, struct recon_err *err)
+{
+	char shown[64];
+
+	show(p, n, shown, sizeof(shown));
+	return terr(err, path, line,
+		    "control total '%s' is not one the %s profile checks or knows as "
+		    "informational: its value cannot be verified (a newer layout? list it in the "
+		    "side's \"totals_ignore\" to accept it unchecked)",
+		    shown, t->side->format ? t->side->format : "side's");
+}
+
 static int check_trailer(const struct recon_totals *t, const char **lp, const size_t *ll,
 			 const uint64_t *lines, size_t nl, const char *path, struct recon_err *err)
 {
@@ -376,6 +424,9 @@ static int check_trailer(const struct recon_totals *t, const char **lp, const si
 	if (nn != nv || nn > MAX_CELLS)
 		return terr(err, path, lines[second], "control totals: %zu names but %zu values",
 			    nn, nv);
+	for (size_t c = 0; c < nn; c++)
+		if (!trailer_label_known(t, np[c], nlen[c]))
+			return unknown_label(t, np[c], nlen[c], path, lines[first], err);
 	for (size_t gi = 0; gi < rule->ngroups; gi++) {
 		const struct recon_totals_group *grp = &rule->groups[gi];
 		bool have_count = false;
@@ -464,13 +515,42 @@ static int check_footer_line(const struct recon_totals *t, size_t gi, const char
 		val = gong + 3;
 		while (val + vl < sp + sl && strchr("+-0123456789.", val[vl]) && val[vl])
 			vl++;
-		for (size_t j = 0; j < grp->nsums; j++)
-			if (name_len == strlen(grp->sums[j].label) &&
-			    !memcmp(name, grp->sums[j].label, name_len) &&
-			    (rc = compare_sum(t, grp, gi, j, val, vl, path, line, err)) < 0)
+		bool known = label_waived(t, name, name_len);
+		for (size_t j = 0; j < grp->nsums; j++) {
+			if (name_len != strlen(grp->sums[j].label) ||
+			    memcmp(name, grp->sums[j].label, name_len))
+				continue;
+			known = true;
+			if ((rc = compare_sum(t, grp, gi, j, val, vl, path, line, err)) < 0)
 				return rc;
+		}
+		if (!known)
+			return unknown_label(t, name, name_len, path, line, err);
 	}
 	return 0;
+}
+
+/* A footer line stating totals ("合计") that no group reads, unless waived. */
+static int check_footer_other(const struct recon_totals *t, const char *p, size_t len,
+			      uint64_t line, const char *path, struct recon_err *err)
+{
+	const struct recon_totals_rule *rule = &t->side->totals;
+	const char *colon;
+	size_t n;
+
+	for (size_t gi = 0; gi < rule->ngroups; gi++) {
+		size_t cl = strlen(rule->groups[gi].count);
+		if (len >= cl && !memcmp(p, rule->groups[gi].count, cl))
+			return 0;
+	}
+	if (!memmem_(p, len, "\xE5\x90\x88\xE8\xAE\xA1", 6)) /* 合计 */
+		return 0;
+	/* the label: the line up to its full-width colon ("#交易合计：") */
+	colon = memmem_(p, len, "\xEF\xBC\x9A", 3);
+	n = colon ? (size_t)(colon - p) + 3 : len;
+	if (label_waived(t, p, n))
+		return 0;
+	return unknown_label(t, p, n, path, line, err);
 }
 
 static int check_footer(const struct recon_totals *t, const char **lp, const size_t *ll,
@@ -498,6 +578,9 @@ static int check_footer(const struct recon_totals *t, const char **lp, const siz
 		if ((rc = check_footer_line(t, gi, lp[i], ll[i], lines[i], path, err)) < 0)
 			return rc;
 	}
+	for (size_t i = 0; i < nl; i++)
+		if ((rc = check_footer_other(t, lp[i], ll[i], lines[i], path, err)) < 0)
+			return rc;
 	return 0;
 }
 

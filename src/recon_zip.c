@@ -371,3 +371,120 @@ void recon_zip_close(struct recon_zip *z)
 	free(z->path);
 	free(z);
 }
+
+/* ---- gzip (.gz statements) -------------------------------------------------- */
+
+#define GZ_IN 65536
+
+struct recon_gz {
+	int fd; /* borrowed */
+	char *path;
+	struct recon_sha256 *hash;
+	z_stream zs;
+	unsigned char in[GZ_IN];
+	bool in_eof;
+	bool ended;
+};
+
+int recon_zip_gz_magic(const void *head, size_t len)
+{
+	return len >= 2 && !memcmp(head, "\x1f\x8b", 2);
+}
+
+int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path, struct recon_sha256 *hash,
+		      struct recon_err *err)
+{
+	struct recon_gz *g = recon_xcalloc(1, sizeof(*g));
+
+	*out = NULL;
+	g->fd = fd;
+	g->path = recon_xstrdup(path);
+	g->hash = hash;
+	/* 15 + 32: a zlib or gzip header, detected */
+	if (inflateInit2(&g->zs, 15 + 32) != Z_OK) {
+		free(g->path);
+		free(g);
+		return recon_err_set(err, RECON_EINTERNAL, path, "cannot start inflating");
+	}
+	*out = g;
+	return 0;
+}
+
+void recon_zip_gz_prefix(struct recon_gz *g, const void *p, size_t n)
+{
+	if (n > sizeof(g->in) || g->zs.avail_in)
+		return;
+	memcpy(g->in, p, n);
+	if (g->hash)
+		recon_sha256_update(g->hash, g->in, n);
+	g->zs.next_in = g->in;
+	g->zs.avail_in = (uInt)n;
+}
+
+/* Refills the compressed input when it ran out; false at the end of the file. */
+static int gz_fill(struct recon_gz *g, struct recon_err *err)
+{
+	ssize_t n;
+
+	if (g->zs.avail_in || g->in_eof)
+		return 0;
+	do
+		n = read(g->fd, g->in, sizeof(g->in));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", g->path,
+				     strerror(errno));
+	if (n == 0)
+		g->in_eof = true;
+	else if (g->hash)
+		recon_sha256_update(g->hash, g->in, (size_t)n);
+	g->zs.next_in = g->in;
+	g->zs.avail_in = (uInt)n;
+	return 0;
+}
+
+long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err *err)
+{
+	int rc;
+
+	if (n > (1u << 30))
+		n = 1u << 30;
+	g->zs.next_out = buf;
+	g->zs.avail_out = (uInt)n;
+	while (g->zs.avail_out == (uInt)n) {
+		if (g->ended) {
+			/* the end of a member: another member may follow (concatenated gzip) */
+			if ((rc = gz_fill(g, err)) < 0)
+				return rc;
+			if (!g->zs.avail_in && g->in_eof)
+				return 0;
+			if (inflateReset(&g->zs) != Z_OK)
+				return recon_err_set(
+				    err, RECON_EINPUT, g->path,
+				    "damaged gzip stream: cannot restart inflating");
+			g->ended = false;
+		}
+		if ((rc = gz_fill(g, err)) < 0)
+			return rc;
+		rc = inflate(&g->zs, Z_NO_FLUSH);
+		if (rc == Z_STREAM_END) {
+			g->ended = true; /* the CRC-32 and size were checked by zlib */
+		} else if (rc == Z_BUF_ERROR && !g->zs.avail_in && g->in_eof) {
+			return recon_err_set(err, RECON_EINPUT, g->path,
+					     "damaged gzip stream: truncated");
+		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+			return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
+					     g->zs.msg ? g->zs.msg : "inflate failed");
+		}
+	}
+	return (long)(n - g->zs.avail_out);
+}
+
+void recon_zip_gz_close(struct recon_gz *g)
+{
+	if (!g)
+		return;
+	inflateEnd(&g->zs);
+	free(g->path);
+	free(g);
+}

@@ -50,11 +50,13 @@
 #include <unistd.h>
 
 #include <csv.h>
+#include <jansson.h>
 
 #include "recon_buf.h"
 #include "recon_job.h"
 #include "recon_mem.h"
 #include "recon_sha256.h"
+#include "recon_time.h"
 #include "recon_totals.h"
 #include "recon_zip.h"
 
@@ -108,9 +110,11 @@ struct csv_source {
 	unsigned char strip[256];
 	bool pfx_first[256]; /* first bytes of any stop or comment prefix */
 	struct csv_prefixes stop, comment;
-	size_t col[RECON_COL__COUNT]; /* 0-based column per role, or CSV_NO_COL */
-	size_t need;		      /* header=false: fields needed (largest position) */
-	size_t nfields;		      /* expected field count, 0 while unknown */
+	size_t col[RECON_COL__COUNT];	     /* 0-based column per role, or CSV_NO_COL */
+	size_t first_of[RECON_FIRST_OF_MAX]; /* a {"first_of": [...]} key's columns */
+	size_t nfirst_of;
+	size_t need;	/* header=false: fields needed (largest position) */
+	size_t nfields; /* expected field count, 0 while unknown */
 	bool header_done;
 	bool seen_record; /* a record (header or data) was read: later comments are footer */
 	uint64_t nrows;	  /* data records returned */
@@ -142,6 +146,7 @@ struct csv_source {
 	/* Provider layouts, provenance and control totals. */
 	char dguard;		     /* side->delim_guard */
 	struct recon_zip *zip;	     /* a .zip input: bytes come inflated from its member */
+	struct recon_gz *gz;	     /* a .gz input: bytes come inflated from the stream */
 	struct recon_sha256 sha;     /* of the file's bytes as read */
 	bool sha_done;		     /* the whole file went through sha */
 	struct recon_totals *totals; /* NULL: the side states none */
@@ -200,8 +205,9 @@ static int fill(struct csv_source *s, struct recon_err *err)
 			s->cap = cap;
 		}
 	}
-	if (s->zip) {
-		long z = recon_zip_read(s->zip, s->buf + s->end, CSV_BLOCK, err);
+	if (s->zip || s->gz) {
+		long z = s->zip ? recon_zip_read(s->zip, s->buf + s->end, CSV_BLOCK, err)
+				: recon_zip_gz_read(s->gz, s->buf + s->end, CSV_BLOCK, err);
 
 		if (z < 0)
 			return (int)z;
@@ -725,6 +731,156 @@ static int find_column(const struct csv_source *s, const char *name, size_t *at)
 	return found ? 1 : 0;
 }
 
+static bool is_utf8_name(const char *enc);
+
+/* The first bytes of a plain file as stored (not a .zip or .gz), NUL-terminated; 0 if none. */
+static size_t raw_head(const struct csv_source *s, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (s->zip || s->gz || s->fd < 0 || size < 2)
+		return 0;
+	n = pread(s->fd, buf, size - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+/* The text between <tag> and </tag> in an XML reply, CDATA unwrapped, into out. */
+static bool xml_text(const char *x, const char *tag, char *out, size_t size)
+{
+	char open[48], close[48];
+	const char *a, *b;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	if (!(a = strstr(x, open)) || !(b = strstr(a, close)))
+		return false;
+	a += strlen(open);
+	if (!strncmp(a, "<![CDATA[", 9) && b - a >= 12 && !strncmp(b - 3, "]]>", 3)) {
+		a += 9;
+		b -= 3;
+	}
+	snprintf(out, size, "%.*s", (int)(b - a < 120 ? b - a : 120), a);
+	return true;
+}
+
+/* sub_msg, msg or code of an error reply object, at the top or one level down (Alipay). */
+static bool json_reply(json_t *o, char *out, size_t size)
+{
+	static const char *const keys[] = {"sub_msg", "return_msg", "msg",
+					   "message", "sub_code",   "code"};
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(o))
+		return false;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = json_object_get(o, keys[i]);
+		if (json_is_string(v)) {
+			snprintf(out, size, "%.120s", json_string_value(v));
+			return true;
+		}
+	}
+	json_object_foreach(o, k, v)
+	{
+		if (json_is_object(v) && json_reply(v, out, size))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A provider's error reply saved in place of the statement (WeChat's XML
+ * "No Bill Exist", Alipay's error JSON): what the provider answered, or false.
+ */
+static bool provider_reply(const char *head, char *out, size_t size)
+{
+	const char *p = head;
+	bool found = false;
+
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	if (*p == '<')
+		return xml_text(p, "return_msg", out, size) ||
+		       xml_text(p, "err_code_des", out, size) ||
+		       xml_text(p, "return_code", out, size);
+	if (*p == '{') {
+		json_t *o = json_loads(p, JSON_DISABLE_EOF_CHECK, NULL);
+		found = json_reply(o, out, size);
+		json_decref(o);
+	}
+	return found;
+}
+
+/*
+ * Why a header may lack `name` though the file is a statement: it reads as
+ * another encoding. A hint for the message ("" when nothing tells).
+ */
+static void encoding_hint(const struct csv_source *s, const char *head, size_t n, const char *name,
+			  char *out, size_t size)
+{
+	static const char *const guesses[] = {"GB18030", "BIG5"};
+	const char *enc = s->side->encoding;
+
+	out[0] = '\0';
+	if (!is_utf8_name(enc)) {
+		/* the profile reads GBK (say), the bytes hold the name in UTF-8 */
+		if (strstr(head, name) && utf8_bad((const unsigned char *)head, n) == SIZE_MAX)
+			snprintf(out, size,
+				 ": this looks like UTF-8; the profile reads %s: set \"encoding\": "
+				 "\"UTF-8\" on the side",
+				 enc);
+		return;
+	}
+	/* the profile reads UTF-8, the name shows up once the bytes are read as GBK */
+	for (size_t g = 0; g < sizeof(guesses) / sizeof(guesses[0]); g++) {
+		const char *shown = g == 0 ? "GBK" : guesses[g];
+		iconv_t cd = iconv_open("UTF-8", guesses[g]);
+		char conv[8192], *in = (char *)head, *o = conv;
+		size_t il = n, ol = sizeof(conv) - 1;
+
+		if (cd == (iconv_t)-1)
+			continue;
+		(void)iconv(cd, &in, &il, &o, &ol);
+		iconv_close(cd);
+		*o = '\0';
+		if (strstr(conv, name)) {
+			snprintf(out, size,
+				 ": this looks like %s; the profile reads UTF-8: set \"encoding\": "
+				 "\"%s\" on the side",
+				 shown, shown);
+			return;
+		}
+	}
+}
+
+/*
+ * The header lacks a column: say why when the file tells. A provider's error
+ * reply is RECON_EUNAVAIL (the statement is not there yet, or the day had no
+ * trades); else RECON_EINPUT, with an encoding hint when one fits.
+ */
+static int header_missing(struct csv_source *s, const char *where, const char *name,
+			  const char *also, int role, struct recon_err *err)
+{
+	char head[4096], said[160], hint[160] = "";
+	size_t n = raw_head(s, head, sizeof(head));
+
+	if (n && provider_reply(head, said, sizeof(said)))
+		return recon_err_set(
+		    err, RECON_EUNAVAIL, where,
+		    "the provider answered: %s: this file is its error reply, not a "
+		    "statement; download the bill again (a day without trades has an "
+		    "empty bill, which reconciles as no entries)",
+		    said);
+	if (n)
+		encoding_hint(s, head, n, name, hint, sizeof(hint));
+	return recon_err_set(err, RECON_EINPUT, where,
+			     "column '%s'%s (role '%s') not found in header%s", name, also,
+			     recon_col_name((enum recon_col)role), hint);
+}
+
 static int process_header(struct csv_source *s, struct recon_err *err)
 {
 	const struct recon_side *side = s->side;
@@ -758,10 +914,22 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 				size_t used = strlen(also);
 				snprintf(also + used, sizeof(also) - used, " or '%s'", alt[k]);
 			}
-			return recon_err_set(err, RECON_EINPUT, where,
-					     "column '%s'%s (role '%s') not found in header", name,
-					     also, recon_col_name((enum recon_col)r));
+			return header_missing(s, where, name, also, r, err);
 		}
+	}
+	/* a first_of key: every column it names is in the header */
+	for (size_t k = 0; side->key_first_of && side->key_first_of[k]; k++) {
+		const char *cand = side->key_first_of[k];
+		int found = find_column(s, cand, &s->first_of[k]);
+
+		if (found < 0)
+			return recon_err_set(err, RECON_EINPUT, where,
+					     "column '%s' (role 'key', first_of) appears more than "
+					     "once in header",
+					     cand);
+		if (!found)
+			return header_missing(s, where, cand, " (first_of)", RECON_COL_KEY0, err);
+		s->nfirst_of = k + 1;
 	}
 	if (s->totals) {
 		recon_grow((void **)&s->cells, &s->acells, s->nf + 1, sizeof(*s->cells));
@@ -772,6 +940,34 @@ static int process_header(struct csv_source *s, struct recon_err *err)
 	s->nfields = s->nf;
 	s->header_done = true;
 	return 0;
+}
+
+/* A {"first_of": [...]} key: the first of its columns that is not empty once trimmed. */
+static void first_of_key(struct csv_source *s, struct recon_raw_row *row)
+{
+	for (size_t k = 0; k < s->nfirst_of; k++) {
+		size_t c = s->first_of[k];
+		const char *p;
+		size_t n;
+
+		if (c >= s->nf)
+			continue;
+		p = s->fbase + s->f[c].off;
+		n = s->f[c].len;
+		while (n && (s->strip[(unsigned char)*p] || *p == ' ' || *p == '\t')) {
+			p++;
+			n--;
+		}
+		while (n &&
+		       (s->strip[(unsigned char)p[n - 1]] || p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n) {
+			row->val[RECON_COL_KEY0] = p;
+			row->len[RECON_COL_KEY0] = n;
+			return;
+		}
+	}
+	/* all empty: normalize rejects the row ("empty key") */
 }
 
 static void build_row(struct csv_source *s)
@@ -814,6 +1010,8 @@ static void build_row(struct csv_source *s)
 		row->val[r] = p;
 		row->len[r] = n;
 	}
+	if (s->nfirst_of)
+		first_of_key(s, row);
 	row->line = s->rec_line;
 	row->reject = s->reason[0] ? s->reason : NULL;
 }
@@ -968,6 +1166,12 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 		for (const char *p = side->strip; *p; p++)
 			s->strip[(unsigned char)*p] = 1;
 	}
+	if (side->key_first_of && !side->header)
+		return recon_err_set(
+		    err, RECON_ECONFIG, NULL,
+		    "%s side: a {\"first_of\": [...]} key names header columns: the "
+		    "csv needs a header",
+		    role);
 	for (int r = 0; r < RECON_COL__COUNT; r++) {
 		const char *name = side->cols[r];
 		unsigned long pos = 0;
@@ -1029,6 +1233,68 @@ static int check_kind(struct csv_source *s, struct recon_err *err)
 	return 0;
 }
 
+/*
+ * A .zip or a .gz is told by its first bytes: read with pread() from a file;
+ * from a pipe (standard input) they are read once and handed on to what
+ * reads the rest (the gzip stream, or the line buffer), hashed once.
+ */
+static int detect_packing(struct csv_source *s, struct recon_err *err)
+{
+	unsigned char head[4];
+	ssize_t n = pread(s->fd, head, sizeof(head), 0);
+	bool pipe = false;
+	int ret;
+
+	if (n < 0 && errno == ESPIPE) {
+		pipe = true;
+		n = 0;
+		while (n < (ssize_t)sizeof(head)) {
+			ssize_t r = read(s->fd, head + n, sizeof(head) - (size_t)n);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0 && errno == EAGAIN && s->pipe) {
+				/* a FIFO is read without blocking: wait (bounded) for its writer */
+				if ((ret = wait_input(s, err)) < 0)
+					return ret;
+				continue;
+			}
+			if (r < 0)
+				return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s",
+						     s->path, strerror(errno));
+			if (r == 0)
+				break;
+			n += r;
+		}
+	}
+	if (n > 0 && recon_zip_magic(head, (size_t)n)) {
+		if (pipe)
+			return recon_err_set(
+			    err, RECON_EINPUT, s->path,
+			    "a .zip cannot be read from a pipe (its directory is at "
+			    "its end): give its path, or unzip it into the pipe");
+		ret = recon_zip_open(&s->zip, s->fd, s->path, s->side->encoding, s->side->zip_entry,
+				     s->side->zip_exclude, &s->sha, err);
+		if (ret == 0)
+			s->sha_done = true;
+		return ret;
+	}
+	if (n > 0 && recon_zip_gz_magic(head, (size_t)n)) {
+		/* hashed as stored, as it streams by (sha_done at the end) */
+		ret = recon_zip_gz_open(&s->gz, s->fd, s->path, &s->sha, err);
+		if (ret == 0 && pipe)
+			recon_zip_gz_prefix(s->gz, head, (size_t)n);
+		return ret;
+	}
+	if (pipe && n > 0) {
+		/* plain text: the bytes read are the start of the first line */
+		memcpy(s->buf + s->end, head, (size_t)n);
+		s->end += (size_t)n;
+		recon_sha256_update(&s->sha, head, (size_t)n);
+	}
+	return 0;
+}
+
 static int csv_open(struct recon_source **out, const struct recon_side *side,
 		    const struct recon_window *win, struct recon_err *err)
 {
@@ -1068,25 +1334,30 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 	if (s->fd < 0) {
 		int e = errno;
 
-		ret = recon_err_set(err, e == ENOENT || e == ENOTDIR ? RECON_EUNAVAIL : RECON_EIO,
-				    NULL, "cannot open '%s': %s", s->path, strerror(e));
+		/*
+		 * A window shorter than a day is a hot one: a provider's daily statement
+		 * does not exist yet for today, and never will for a 5-minute window.
+		 */
+		if ((e == ENOENT || e == ENOTDIR) && win->end > win->start &&
+		    win->end - win->start < 22 * RECON_MS_PER_HOUR)
+			ret =
+			    recon_err_set(err, RECON_EUNAVAIL, NULL,
+					  "cannot open '%s': %s: hot mode reads its window every "
+					  "few minutes, so its %s side needs a database (or a csv "
+					  "file that grows through the day at that path); a daily "
+					  "statement is for t1 runs",
+					  s->path, strerror(e), side->role);
+		else
+			ret = recon_err_set(
+			    err, e == ENOENT || e == ENOTDIR ? RECON_EUNAVAIL : RECON_EIO, NULL,
+			    "cannot open '%s': %s", s->path, strerror(e));
 		goto out;
 	}
 	if ((ret = check_kind(s, err)) < 0)
 		goto out;
 	recon_sha256_init(&s->sha);
-	{
-		unsigned char head[4];
-		ssize_t n = pread(s->fd, head, sizeof(head), 0);
-
-		if (n > 0 && recon_zip_magic(head, (size_t)n)) {
-			ret = recon_zip_open(&s->zip, s->fd, s->path, side->encoding,
-					     side->zip_entry, side->zip_exclude, &s->sha, err);
-			if (ret < 0)
-				goto out;
-			s->sha_done = true;
-		}
-	}
+	if ((ret = detect_packing(s, err)) < 0)
+		goto out;
 	s->totals = recon_totals_new(side);
 	if (side->header) {
 		ret = read_record(s, err);
@@ -1133,6 +1404,7 @@ static void csv_close(struct recon_source *src)
 	recon_buf_release(&s->trailer);
 	free(s->footer_lines);
 	recon_zip_close(s->zip);
+	recon_zip_gz_close(s->gz);
 	recon_totals_free(s->totals);
 	free(s->cells);
 	free(s->path);

@@ -316,8 +316,12 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		}
 
 	build_select(s, &sql);
-	recon_buf_addf(&sql, " WHERE `%s` >= ? AND `%s` < ?", side->cols[RECON_COL_TIME],
-		       side->cols[RECON_COL_TIME]);
+	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
+				  the whole table is read, and filtered once parsed */
+		recon_buf_adds(&sql, " WHERE ? IS NOT NULL AND ? IS NOT NULL");
+	else
+		recon_buf_addf(&sql, " WHERE `%s` >= ? AND `%s` < ?", side->cols[RECON_COL_TIME],
+			       side->cols[RECON_COL_TIME]);
 	if ((rc = prepare(s, &s->scan, sql.s, err)) < 0)
 		goto out;
 	if (!(meta = mysql_stmt_result_metadata(s->scan))) {
@@ -330,22 +334,28 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		s->cols[i].buf = recon_xmalloc(COL_BUF_INITIAL);
 		s->cols[i].type = fields[i].type;
 	}
-	if ((rc = bounds(s, s->cols[s->colidx[RECON_COL_TIME]].type, win, params, err)) < 0)
+	if ((rc = bounds(
+		 s, side->time_format ? MYSQL_TYPE_STRING : s->cols[s->colidx[RECON_COL_TIME]].type,
+		 win, params, err)) < 0)
 		goto out;
 
 	/* lookups by key, without a time bound, in the same snapshot */
 	recon_buf_reset(&sql);
 	build_select(s, &sql);
-	for (unsigned i = 0; i < side->nkey; i++)
-		recon_buf_addf(&sql, "%s`%s` = ?", i ? " AND " : " WHERE ",
-			       side->cols[RECON_COL_KEY0 + i]);
+	for (unsigned i = 0; i < side->nkey; i++) {
+		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
+		recon_source_sql_key(side, '`', i, &sql);
+		recon_buf_adds(&sql, " = ?");
+	}
 	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0)
 		goto out;
 	if (side->nkey == 1) {
 		/* many keys in one query; a short batch repeats its last key */
 		recon_buf_reset(&sql);
 		build_select(s, &sql);
-		recon_buf_addf(&sql, " WHERE `%s` IN (", side->cols[RECON_COL_KEY0]);
+		recon_buf_adds(&sql, " WHERE ");
+		recon_source_sql_key(side, '`', 0, &sql);
+		recon_buf_adds(&sql, " IN (");
 		for (unsigned i = 0; i < RECON_LOOKUP_BATCH; i++)
 			recon_buf_adds(&sql, i ? ", ?" : "?");
 		recon_buf_addc(&sql, ')');

@@ -397,8 +397,12 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	}
 
 	build_select(s, &sql);
-	recon_buf_addf(&sql, " WHERE \"%s\" >= $1 AND \"%s\" < $2", side->cols[RECON_COL_TIME],
-		       side->cols[RECON_COL_TIME]);
+	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
+				  the whole table is read, and filtered once parsed */
+		recon_buf_adds(&sql, " WHERE $1::text IS NOT NULL AND $2::text IS NOT NULL");
+	else
+		recon_buf_addf(&sql, " WHERE \"%s\" >= $1 AND \"%s\" < $2",
+			       side->cols[RECON_COL_TIME], side->cols[RECON_COL_TIME]);
 	if ((rc = prepare(s, "recon_scan", sql.s, 2, &desc, err)) < 0)
 		goto out;
 	for (int c = 0; c < RECON_COL__COUNT; c++)
@@ -415,9 +419,11 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	/* lookups by key, without a time bound, in the same snapshot */
 	recon_buf_reset(&sql);
 	build_select(s, &sql);
-	for (unsigned i = 0; i < side->nkey; i++)
-		recon_buf_addf(&sql, "%s\"%s\" = $%u", i ? " AND " : " WHERE ",
-			       side->cols[RECON_COL_KEY0 + i], i + 1);
+	for (unsigned i = 0; i < side->nkey; i++) {
+		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
+		recon_source_sql_key(side, '"', i, &sql);
+		recon_buf_addf(&sql, " = $%u", i + 1);
+	}
 	if ((rc = prepare(s, "recon_lookup", sql.s, (int)side->nkey, &desc, err)) < 0)
 		goto out;
 	for (unsigned i = 0; i < side->nkey && i < RECON_KEY_PARTS_MAX; i++)
@@ -428,7 +434,9 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 		desc = NULL;
 		recon_buf_reset(&sql);
 		build_select(s, &sql);
-		recon_buf_addf(&sql, " WHERE \"%s\" = ANY ($1)", side->cols[RECON_COL_KEY0]);
+		recon_buf_adds(&sql, " WHERE ");
+		recon_source_sql_key(side, '"', 0, &sql);
+		recon_buf_adds(&sql, " = ANY ($1)");
 		if ((rc = prepare(s, "recon_lookup_many", sql.s, 1, &desc, err)) < 0)
 			goto out;
 	}

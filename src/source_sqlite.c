@@ -132,8 +132,12 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 	 */
 	recon_time_format_local(side->tz, win->read_start - RECON_MS_PER_DAY, lo, sizeof(lo));
 	recon_time_format_local(side->tz, win->read_end + RECON_MS_PER_DAY, hi, sizeof(hi));
-	recon_buf_addf(&sql, " WHERE \"%s\" >= ?1 AND \"%s\" < ?2", side->cols[RECON_COL_TIME],
-		       side->cols[RECON_COL_TIME]);
+	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
+				  the whole table is read, and filtered once parsed */
+		recon_buf_adds(&sql, " WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL");
+	else
+		recon_buf_addf(&sql, " WHERE \"%s\" >= ?1 AND \"%s\" < ?2",
+			       side->cols[RECON_COL_TIME], side->cols[RECON_COL_TIME]);
 	if (sqlite3_prepare_v2(s->db, sql.s, -1, &s->scan, NULL) != SQLITE_OK) {
 		rc = fail_prepare(s, err);
 		goto out;
@@ -143,9 +147,11 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 	/* lookups by key, without a time bound */
 	recon_buf_reset(&sql);
 	build_select(s, &sql);
-	for (unsigned i = 0; i < side->nkey; i++)
-		recon_buf_addf(&sql, "%s\"%s\" = ?%u", i ? " AND " : " WHERE ",
-			       side->cols[RECON_COL_KEY0 + i], i + 1);
+	for (unsigned i = 0; i < side->nkey; i++) {
+		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
+		recon_source_sql_key(side, '"', i, &sql);
+		recon_buf_addf(&sql, " = ?%u", i + 1);
+	}
 	if (sqlite3_prepare_v2(s->db, sql.s, -1, &s->lookup, NULL) != SQLITE_OK) {
 		rc = fail_prepare(s, err);
 		goto out;

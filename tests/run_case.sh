@@ -8,6 +8,8 @@
 #   expected.jsonl  `recon diff --format jsonl` after the run, byte for byte
 #   expected_stderr lines that must each appear in run's stderr (fixed strings)
 #   expected_stdout lines that must each appear in run's stdout (fixed strings)
+#   check.sql       optional: SQL run by sqlite3 on flow.db after the run; its output
+#                   must equal expected_check byte for byte (what actions wrote)
 # usage: run_case.sh RECON CASE_DIR WORK_DIR
 set -eu
 recon=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -67,6 +69,13 @@ if [ -f expected.jsonl ]; then
 	cmp -s expected.jsonl diff.jsonl || {
 		diff -u expected.jsonl diff.jsonl >&2 || true
 		fail "differences are not the expected ones"
+	}
+fi
+if [ -f check.sql ]; then
+	sqlite3 flow.db < check.sql > check.out 2>> run.err || fail "check.sql failed"
+	cmp -s expected_check check.out || {
+		diff -u expected_check check.out >&2 || true
+		fail "flow.db does not hold what the actions should have written"
 	}
 fi
 echo "case $(basename "$case_dir"): ok"

@@ -634,6 +634,190 @@ static void test_db_example_lookup_other_key(void **state)
 	json_decref(got);
 }
 
+/*
+ * A {"first_of": [...]} key and a "%s" time_format on a database flow, in
+ * PostgreSQL and MariaDB: the select and the lookup by key read the same
+ * first non-empty column (F-3, days older than the window, is found by the
+ * lookup through that expression), epoch seconds are instants.
+ */
+static void first_of_variant(struct fx *fx, const char *kind, const char *env, const char *name)
+{
+	char job[512], path[600];
+	json_t *j, *got, *local;
+	FILE *f;
+	char *text;
+
+	variant_dir(fx, name, job, sizeof(job));
+	snprintf(path, sizeof(path), "%s/%s/statements/" DATE ".csv", fx->dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("trade_time,transaction_id,out_trade_no,entry_type,amount,refund_id,currency\n"
+	      "2024-01-16 10:00:05,4200000001202401160091,F-1,PAYMENT,10.00,,CNY\n"
+	      "2024-01-16 11:00:05,4200000001202401160092,F-2,PAYMENT,20.00,,CNY\n"
+	      "2024-01-16 12:00:05,4200000001202401160093,F-3,PAYMENT,30.00,,CNY\n"
+	      "2024-01-16 13:00:05,4200000001202401160094,F-4,PAYMENT,40.00,,CNY\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	j = example_job(fx);
+	local = json_pack("{s:s, s:s, s:s, s:s, s:{s:{s:[s,s]}, s:s, s:s, s:s, s:s}}", "kind", kind,
+			  "dsn_env", env, "table", "flow_fo", "time_format", "%s", "columns", "key",
+			  "first_of", "order_ref", "legacy_ref", "amount_minor", "amount_cents",
+			  "currency", "currency", "status", "status", "time", "created_at");
+	json_object_set_new(j, "local", local);
+	save_job(j, job);
+	got = differences(fx, job);
+	text = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+	if (json_array_size(got) != 1 ||
+	    strcmp(json_string_value(json_object_get(json_array_get(got, 0), "key")), "F-4") ||
+	    strcmp(json_string_value(json_object_get(json_array_get(got, 0), "class")),
+		   "amount_mismatch"))
+		fail_msg("%s: want only F-4 amount_mismatch, got %s", name, text);
+	free(text);
+	json_decref(got);
+}
+
+/* 2024-01-16 10:00:06 +08:00 = 1705370406; F-3 on 2024-01-06 */
+#define FLOW_FO_ROWS                                                                               \
+	"INSERT INTO flow_fo VALUES ('F-1', NULL, 1000, 'CNY', 'PAID', 1705370406), "              \
+	"('', 'F-2', 2000, 'CNY', 'PAID', 1705374006), "                                           \
+	"(NULL, 'F-3', 3000, 'CNY', 'PAID', 1704506406), "                                         \
+	"('F-4', 'X-4', 4100, 'CNY', 'PAID', 1705381206)"
+
+static void test_db_example_first_of_epoch(void **state)
+{
+	struct fx *fx = *state;
+	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
+	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
+	PGconn *c = PQconnectdb(pg);
+	MYSQL *m;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS flow_fo");
+	pg_exec(c, "CREATE TABLE flow_fo (order_ref text, legacy_ref text, amount_cents bigint, "
+		   "currency char(3), status text, created_at bigint)");
+	pg_exec(c, FLOW_FO_ROWS);
+	PQfinish(c);
+	first_of_variant(fx, "postgres", "RECON_TEST_PG_DSN", "pg_first_of");
+
+	m = my_connect(my);
+	my_exec(m, "DROP TABLE IF EXISTS flow_fo");
+	my_exec(m, "CREATE TABLE flow_fo (order_ref varchar(64), legacy_ref varchar(64), "
+		   "amount_cents bigint, currency char(3), status varchar(16), created_at bigint)");
+	my_exec(m, FLOW_FO_ROWS);
+	mysql_close(m);
+	first_of_variant(fx, "mysql", "RECON_TEST_MYSQL_DSN", "my_first_of");
+}
+
+/*
+ * A replay the writer has no grant for: the SELECT-only login as the writer,
+ * allowed to write recon's own tables but not the flow. The run exits 77
+ * naming the grant once; the tickets and re-pushes are written.
+ */
+static void test_db_example_replay_without_grant(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
+	char job[512], out[600], err[600];
+	PGconn *c;
+	json_t *j;
+	char *text, *merchant;
+	int rc;
+
+	env_or_skip("RECON_TEST_PG_RO_DSN");
+	load_postgres(fx, dsn);
+	c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS idempotency_record, recon_ticket, recon_outbox");
+	merchant = read_file(src_path(fx, "sql/postgres/merchant.sql"));
+	pg_exec(c, merchant);
+	free(merchant);
+	pg_exec(c, "GRANT SELECT, INSERT, UPDATE ON idempotency_record, recon_ticket, recon_outbox "
+		   "TO recon_ro");
+	pg_exec(c, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO recon_ro");
+	PQfinish(c);
+	variant_dir(fx, "pg_no_grant", job, sizeof(job));
+	j = example_job(fx);
+	json_object_set_new(j, "local", db_local("postgres", "RECON_TEST_PG_RO_DSN"));
+	json_object_set_new(j, "actions",
+			    json_pack("{s:s}", "writer_dsn_env", "RECON_TEST_PG_RO_DSN"));
+	save_job(j, job);
+	snprintf(out, sizeof(out), "%s.out", job);
+	snprintf(err, sizeof(err), "%s.err", job);
+	rc = run("'%s' run --job '%s' --date " DATE " >'%s' 2>'%s'", fx->binary, job, out, err);
+	text = read_file(err);
+	if (rc != 77 || !strstr(text, "replay: the writer lacks a grant: permission denied") ||
+	    strstr(text, "replay of '"))
+		fail_msg("want exit 77 naming the grant once, got %d: %s", rc, text);
+	free(text);
+	text = read_file(out);
+	if (!strstr(text, "replay 1 failed"))
+		fail_msg("want the replay failed, got: %s", text);
+	free(text);
+}
+
+/*
+ * A merchant's own PostgreSQL table with NOT NULL columns recon does not
+ * know, filled by actions.replay_values: every missing order is inserted,
+ * {now} into a timestamptz, an integer into a bigint, a literal into text.
+ */
+static void test_db_example_replay_values(void **state)
+{
+	struct fx *fx = *state;
+	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
+	char job[512], out[600], err[600], q[256];
+	PGconn *c;
+	PGresult *res;
+	json_t *j, *local;
+	char *merchant, *text;
+	int rc;
+
+	c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "DROP TABLE IF EXISTS flow_rv, idempotency_record, recon_ticket, recon_outbox");
+	merchant = read_file(src_path(fx, "sql/postgres/merchant.sql"));
+	pg_exec(c, merchant);
+	free(merchant);
+	pg_exec(c, "CREATE TABLE flow_rv (id bigserial PRIMARY KEY, out_trade_no text NOT NULL "
+		   "UNIQUE, amount_cents bigint NOT NULL, currency char(3) NOT NULL, status text "
+		   "NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, "
+		   "channel text NOT NULL, customer_id bigint NOT NULL)");
+	variant_dir(fx, "pg_replay_values", job, sizeof(job));
+	j = example_job(fx);
+	local = db_local("postgres", "RECON_TEST_PG_DSN");
+	json_object_set_new(local, "table", json_string("flow_rv"));
+	json_object_set_new(j, "local", local);
+	json_object_set_new(j, "actions",
+			    json_pack("{s:{s:s, s:s, s:i}}", "replay_values", "updated_at", "{now}",
+				      "channel", "recon_{job}", "customer_id", 0));
+	save_job(j, job);
+	snprintf(out, sizeof(out), "%s.out", job);
+	snprintf(err, sizeof(err), "%s.err", job);
+	rc = run("'%s' run --job '%s' --date " DATE " >'%s' 2>'%s'", fx->binary, job, out, err);
+	text = read_file(err);
+	if (rc != 0)
+		fail_msg("recon run exited %d: %s", rc, text);
+	free(text);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*), count(*) FILTER (WHERE channel = 'recon_example_payments' AND "
+		 "customer_id = 0 AND updated_at > created_at) FROM flow_rv");
+	res = PQexec(c, q);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		fail_msg("postgres: %s", PQerrorMessage(c));
+	if (atoi(PQgetvalue(res, 0, 0)) < 1 ||
+	    strcmp(PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1)) != 0)
+		fail_msg("want every replayed row filled, got %s rows, %s filled",
+			 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	PQclear(res);
+	pg_exec(c, "DROP TABLE flow_rv");
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +826,9 @@ int main(void)
 	    cmocka_unit_test(test_db_example_upstream_databases),
 	    cmocka_unit_test(test_db_example_outages),
 	    cmocka_unit_test(test_db_example_lookup_other_key),
+	    cmocka_unit_test(test_db_example_first_of_epoch),
+	    cmocka_unit_test(test_db_example_replay_without_grant),
+	    cmocka_unit_test(test_db_example_replay_values),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1091,7 +1091,8 @@ static void test_job_column_rules(void **state)
 	     "\"table\": \"payment_flow\", \"entry_types\": { \"PAY\": \"payment\", \"FEE\": "
 	     "\"fee\" },",
 	     "local.entry_types.FEE", "\"FEE\"",
-	     "unknown value 'fee' (expected one of payment, refund, revoke, keyless, ignore)"},
+	     "unknown value 'fee' (expected one of payment, refund, revoke, keyless, ignore, "
+	     "refund_reversal)"},
 	};
 
 	check_bad_edits(*state, cases, sizeof(cases) / sizeof(cases[0]));
@@ -1427,6 +1428,120 @@ static void test_job_config_text_stable(void **state)
 	recon_job_free(b);
 }
 
+/* actions.replay and actions.replay_values (issue 13: replays that fit real tables). */
+static void test_job_replay_values(void **state)
+{
+	static const struct bad_edit cases[] = {
+	    {"\"max_rejects\": 0,", "\"max_rejects\": 0, \"actions\": {\"replay\": \"upsert\"},",
+	     "actions.replay", "\"replay\": \"upsert\"", "expected \"insert\""},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"x\": \"{nope}\"}},",
+	     "actions.replay_values.x", "\"x\": \"{nope}\"",
+	     "unknown template variable at '{nope}'"},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"created_at\": \"{now}\"}},",
+	     "actions.replay_values.created_at", "\"created_at\": \"{now}\"",
+	     "the local side's 'time' column: a replay writes it itself"},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"a b\": \"x\"}},",
+	     "actions.replay_values.a b", "\"a b\": \"x\"", "not a valid SQL identifier"},
+	    {"\"max_rejects\": 0,",
+	     "\"max_rejects\": 0, \"actions\": {\"replay_values\": {\"f\": 1.5}},",
+	     "actions.replay_values.f", "\"f\": 1.5",
+	     "expected a template string, an integer or null"},
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	check_bad_edits(fx, cases, sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(load_edit(fx, "\"max_rejects\": 0,",
+				   "\"max_rejects\": 0, \"actions\": {\"replay\": \"outbox\", "
+				   "\"replay_values\": {\"updated_at\": \"{now}\", \"n\": 7, "
+				   "\"c\": null, \"t\": \"{key}/{txn_id} {{\"}},",
+				   &job, &err),
+			 RECON_ECONFIG); /* "{{" is not a variable */
+	assert_int_equal(load_edit(fx, "\"max_rejects\": 0,",
+				   "\"max_rejects\": 0, \"actions\": {\"replay\": \"outbox\", "
+				   "\"replay_values\": {\"updated_at\": \"{now}\", \"n\": 7, "
+				   "\"c\": null, \"t\": \"{key}/{txn_id}\"}},",
+				   &job, &err),
+			 0);
+	assert_int_equal(job->actions.replay, RECON_REPLAY_OUTBOX);
+	assert_int_equal(job->actions.nreplay_values, 4);
+	assert_string_equal(job->actions.replay_values[0].column, "updated_at");
+	assert_string_equal(job->actions.replay_values[0].text, "{now}");
+	assert_string_equal(job->actions.replay_values[1].text, "7");
+	assert_true(job->actions.replay_values[1].number);
+	assert_null(job->actions.replay_values[2].text);
+	assert_int_equal(recon_job_tvar("txn_id", 6), RECON_TVAR_TXN_ID);
+	assert_int_equal(recon_job_tvar("txn", 3), -1);
+	recon_job_free(job);
+	/* the default */
+	assert_int_equal(load_text(fx, fx->base, &job, &err), 0);
+	assert_int_equal(job->actions.replay, RECON_REPLAY_INSERT);
+	assert_int_equal(job->actions.nreplay_values, 0);
+	recon_job_free(job);
+}
+
+/* time_format on a side: checked at load (issue 13 #2). */
+static void test_job_time_format(void **state)
+{
+	static const struct bad_edit cases[] = {
+	    {"\"table\": \"payment_flow\",",
+	     "\"table\": \"payment_flow\", \"time_format\": \"%H:%M\",", "local.time_format",
+	     "\"time_format\": \"%H:%M\"", "names no date"},
+	    {"\"table\": \"payment_flow\",",
+	     "\"table\": \"payment_flow\", \"time_format\": \"%Y-%q\",", "local.time_format",
+	     "\"time_format\": \"%Y-%q\"", "unknown directive '%q'"},
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	check_bad_edits(fx, cases, sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(load_edit(fx, "\"table\": \"payment_flow\",",
+				   "\"table\": \"payment_flow\", \"time_format\": \"%s\",", &job,
+				   &err),
+			 0);
+	assert_string_equal(job->local.time_format, "%s");
+	assert_null(job->upstream.time_format);
+	recon_job_free(job);
+}
+
+/* {"first_of": [...]} key roles (issue 13 #3). */
+static void test_job_key_first_of(void **state)
+{
+	static const struct bad_edit cases[] = {
+	    {"\"key\": \"out_trade_no\"", "\"key\": {\"first_of\": [\"a\"]}",
+	     "local.columns.key.first_of", NULL, "expected an array of 2 to 8 column names"},
+	    {"\"key\": \"out_trade_no\"", "\"key\": {\"first_of\": [\"a\", \"b c\"]}",
+	     "local.columns.key.first_of", NULL, "element 1: expected a valid SQL column name"},
+	    {"\"key\": \"out_trade_no\"", "\"key\": {\"last_of\": [\"a\", \"b\"]}",
+	     "local.columns.key.last_of", NULL, "unknown key"},
+	};
+	struct fx *fx = *state;
+	struct recon_job *job = NULL;
+	struct recon_err err;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = load_edit(fx, cases[i].find, cases[i].repl, &job, &err);
+		assert_int_equal(rc, RECON_ECONFIG);
+		assert_null(job);
+		assert_non_null(strstr(err.where, cases[i].key));
+		assert_non_null(strstr(err.msg, cases[i].msg));
+	}
+	assert_int_equal(load_edit(fx, "\"key\": \"out_trade_no\"",
+				   "\"key\": {\"first_of\": [\"order_ref\", \"legacy_ref\"]}", &job,
+				   &err),
+			 0);
+	assert_int_equal(job->local.nkey, 1);
+	assert_string_equal(job->local.cols[RECON_COL_KEY0], "order_ref");
+	assert_string_equal(job->local.key_first_of[1], "legacy_ref");
+	assert_null(job->local.key_first_of[2]);
+	recon_job_free(job);
+}
+
 /* A failed load leaves err's first error alone and frees everything (ASan checks). */
 static void test_job_first_error_wins(void **state)
 {
@@ -1511,6 +1626,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_job_design_example_loads),
 	    T(test_job_paths_resolve_against_job_folder),
+	    T(test_job_replay_values),
+	    T(test_job_time_format),
+	    T(test_job_key_first_of),
 	    T(test_job_defaults),
 	    T(test_job_currency_upper_cased),
 	    T(test_job_durations_in_ms),

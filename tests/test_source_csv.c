@@ -955,6 +955,18 @@ static void test_source_csv_missing_file(void **state)
 		 "cannot open '%s/bill_20240116.csv': No such file or directory", fx->dir);
 	assert_string_equal(err.msg, want);
 	assert_int_equal(recon_err_exit_code(err.code), 69);
+	/* a hot window (shorter than a day) says what hot mode needs */
+	{
+		struct recon_window w = window();
+		struct recon_source *src = NULL;
+
+		w.start = 1705363200000LL; /* 2024-01-16T00:00:00Z */
+		w.end = w.start + 5 * 60000;
+		recon_err_init(&err);
+		assert_int_equal(recon_source_csv.open(&src, &sd, &w, &err), RECON_EUNAVAIL);
+		assert_null(src);
+		assert_non_null(strstr(err.msg, "hot mode reads its window every few minutes"));
+	}
 }
 
 static void test_source_csv_date_path(void **state)

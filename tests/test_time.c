@@ -458,6 +458,92 @@ static void test_time_parse_forms(void **state)
 	assert_int_equal(ms, 42);
 }
 
+/* time_format: a source's own timestamp form (issue 13 #2). */
+static void fmt_ok(const char *s, const char *fmt, const struct recon_tz *tz, const char *want)
+{
+	struct recon_err err;
+	int64_t ms = 42;
+	char buf[32];
+
+	recon_err_init(&err);
+	if (recon_time_parse_format(s, strlen(s), fmt, tz, &ms, &err) < 0)
+		fail_msg("'%s' in '%s': %s", s, fmt, err.msg);
+	recon_time_format_utc(ms, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+	assert_int_equal(err.code, 0);
+}
+
+static void fmt_bad(const char *s, const char *fmt, const char *msg)
+{
+	struct recon_err err;
+	int64_t ms = 42;
+
+	recon_err_init(&err);
+	assert_int_equal(recon_time_parse_format(s, strlen(s), fmt, NULL, &ms, &err), RECON_EVALUE);
+	assert_int_equal(ms, 42);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' in '%s': got '%s', want '%s'", s, fmt, err.msg, msg);
+}
+
+static void test_time_parse_format(void **state)
+{
+	struct recon_tz *sh = load("Asia/Shanghai"), *ny = load("America/New_York");
+	struct recon_err err;
+
+	(void)state;
+	/* Stripe's balance-history export: no seconds */
+	fmt_ok("2016-07-14 07:45", "%Y-%m-%d %H:%M", NULL, "2016-07-14T07:45:00.000Z");
+	fmt_ok("2016-07-14 07:45", "%Y-%m-%d %H:%M", sh, "2016-07-13T23:45:00.000Z");
+	/* day first, and one-digit fields */
+	fmt_ok("14/07/2016 07:45:12", "%d/%m/%Y %H:%M:%S", sh, "2016-07-13T23:45:12.000Z");
+	fmt_ok("4/7/2016 7:45:12", "%d/%m/%Y %H:%M:%S", NULL, "2016-07-04T07:45:12.000Z");
+	/* epoch seconds: an instant, whatever the zone */
+	fmt_ok("1468482300", "%s", sh, "2016-07-14T07:45:00.000Z");
+	fmt_ok("1468482300", "%s", ny, "2016-07-14T07:45:00.000Z");
+	fmt_ok("1468482300.25", "%s", ny, "2016-07-14T07:45:00.250Z");
+	fmt_ok("-1", "%s", NULL, "1969-12-31T23:59:59.000Z");
+	/* fractions: after %S, or spelled with %f; truncated to ms */
+	fmt_ok("2024-01-16 10:00:00.1239", "%Y-%m-%d %H:%M:%S", NULL, "2024-01-16T10:00:00.123Z");
+	fmt_ok("2024-01-16 10:00:00,5", "%Y-%m-%d %H:%M:%S,%f", NULL, "2024-01-16T10:00:00.500Z");
+	/* an offset in the value wins over the zone */
+	fmt_ok("2024-01-16T10:00:00+08:00", "%Y-%m-%dT%H:%M:%S%z", ny, "2024-01-16T02:00:00.000Z");
+	fmt_ok("2024-01-16T10:00:00Z", "%Y-%m-%dT%H:%M:%S%z", ny, "2024-01-16T10:00:00.000Z");
+	/* compact, month names, 12-hour clock, blanks */
+	fmt_ok("20240116100000", "%Y%m%d%H%M%S", NULL, "2024-01-16T10:00:00.000Z");
+	fmt_ok("Jul  4 2016 12:05 AM", "%b %e %Y %I:%M %p", NULL, "2016-07-04T00:05:00.000Z");
+	fmt_ok("jul 4 2016 12:05 pm", "%b %e %Y %I:%M %p", NULL, "2016-07-04T12:05:00.000Z");
+	fmt_ok("  2024-01-16  ", "%Y-%m-%d", NULL, "2024-01-16T00:00:00.000Z");
+	fmt_ok("100% 2024-01-16", "100%% %Y-%m-%d", NULL, "2024-01-16T00:00:00.000Z");
+	/* NULL format: the default form */
+	fmt_ok("2024-01-16 10:00:00", NULL, NULL, "2024-01-16T10:00:00.000Z");
+
+	fmt_bad("2016-07-14 07:45:12", "%Y-%m-%d %H:%M",
+		"unexpected ':' (format '%Y-%m-%d %H:%M')");
+	fmt_bad("2016-02-30 07:45", "%Y-%m-%d %H:%M", "day 30");
+	fmt_bad("2016-13-01 07:45", "%Y-%m-%d %H:%M", "expected a month 1-12");
+	fmt_bad("2016-07-14 24:00", "%Y-%m-%d %H:%M", "expected an hour 0-23");
+	fmt_bad("2016-07-14 07:45:60", "%Y-%m-%d %H:%M:%S", "expected a second 0-59");
+	fmt_bad("14.07.2016", "%d/%m/%Y", "expected '/'");
+	fmt_bad("", "%s", "empty");
+	fmt_bad("1468482300000", "%s", "expected epoch seconds");
+	fmt_bad("12x", "%s", "unexpected 'x'");
+
+	recon_err_init(&err);
+	assert_int_equal(recon_time_format_check("%Y-%m-%d %H:%M", &err), 0);
+	assert_int_equal(recon_time_format_check("%s", &err), 0);
+	assert_int_equal(recon_time_format_check("%H:%M", &err), RECON_ECONFIG);
+	assert_non_null(strstr(err.msg, "names no date"));
+	recon_err_init(&err);
+	assert_int_equal(recon_time_format_check("%Y-%m-%d %Q", &err), RECON_ECONFIG);
+	assert_non_null(strstr(err.msg, "unknown directive '%Q'"));
+	recon_err_init(&err);
+	assert_int_equal(recon_time_format_check("%Y-%m-%d %I:%M", &err), RECON_ECONFIG);
+	recon_err_init(&err);
+	assert_int_equal(recon_time_format_check("%Y-%m-%d %", &err), RECON_ECONFIG);
+	recon_tz_free(sh);
+	recon_tz_free(ny);
+}
+
 static void test_time_parse_malformed(void **state)
 {
 	static const struct {
@@ -1260,6 +1346,7 @@ int main(void)
 	    cmocka_unit_test(test_time_suffix_overrides_zone),
 	    cmocka_unit_test(test_time_fractions),
 	    cmocka_unit_test(test_time_parse_forms),
+	    cmocka_unit_test(test_time_parse_format),
 	    cmocka_unit_test(test_time_parse_malformed),
 	    cmocka_unit_test(test_time_parse_first_error_wins),
 	    cmocka_unit_test(test_time_day_bounds_shanghai),

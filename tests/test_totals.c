@@ -117,6 +117,29 @@ static void test_totals_trailer_agrees(void **state)
 	wx_side(&sd);
 	t = wx_fed(&sd);
 	assert_int_equal(check(t,
+			       "总交易单数,退款总金额,手续费总金额\n"
+			       "`3,`0.02,`0.00601\n",
+			       5, &err),
+			 0);
+	/* a label nothing checks fails the run, naming it (a wrong value there would pass) */
+	assert_int_equal(check(t,
+			       "总交易单数,退款总金额,手续费总金额,订单总金额\n"
+			       "`3,`0.02,`0.00601,`9.99\n",
+			       5, &err),
+			 RECON_EINPUT);
+	assert_string_equal(err.where, "bill.csv:5");
+	assert_non_null(strstr(err.msg, "control total '订单总金额' is not one the side's profile "
+					"checks or knows as informational"));
+	/* ... unless the profile knows it as informational, or the job ignores it */
+	sd.totals.informational = (char *[]){S("订单总金额"), NULL};
+	assert_int_equal(check(t,
+			       "总交易单数,退款总金额,手续费总金额,订单总金额\n"
+			       "`3,`0.02,`0.00601,`9.99\n",
+			       5, &err),
+			 0);
+	sd.totals.informational = NULL;
+	sd.totals_ignore = (char *[]){S("订单总金额"), NULL};
+	assert_int_equal(check(t,
 			       "总交易单数,退款总金额,手续费总金额,订单总金额\n"
 			       "`3,`0.02,`0.00601,`9.99\n",
 			       5, &err),
@@ -144,6 +167,8 @@ static void test_totals_trailer_disagrees(void **state)
 	assert_string_equal(err.msg, "control totals: 2 names but 1 values");
 	assert_int_equal(check(t, "总交易单数,退款总金额\n", 5, &err), RECON_EINPUT);
 	assert_int_equal(check(t, "总笔数\n`3\n", 5, &err), RECON_EINPUT);
+	assert_non_null(strstr(err.msg, "control total '总笔数' is not one"));
+	assert_int_equal(check(t, "退款总金额\n`0.02\n", 5, &err), RECON_EINPUT);
 	assert_string_equal(err.msg, "control totals lack '总交易单数'");
 	assert_int_equal(check(t, "总交易单数,退款总金额\n`3,`0.0x\n", 5, &err), RECON_EINPUT);
 	assert_string_equal(err.msg, "control total '退款总金额': '0.0x' is not an amount");
@@ -232,8 +257,32 @@ static void test_totals_footer(void **state)
 	recon_totals_add(t, c, 3, 7, NULL);
 	cells3(c, "退款\t", "-0.01", "-0.01");
 	recon_totals_add(t, c, 3, 8, NULL);
+	/* 商家优惠 is not summed here: unknown, unless informational */
+	recon_err_init(&err);
+	assert_int_equal(recon_totals_check(t, ok, strlen(ok), lines, 3, "a.csv", 23, &err),
+			 RECON_EINPUT);
+	assert_string_equal(err.where, "a.csv:21");
+	assert_non_null(strstr(err.msg, "control total '商家优惠' is not one"));
+	sd.totals.informational = (char *[]){S("商家优惠"), S("商家优惠退款"), NULL};
 	recon_err_init(&err);
 	assert_int_equal(recon_totals_check(t, ok, strlen(ok), lines, 3, "a.csv", 23, &err), 0);
+	/* another line stating totals that no group reads */
+	{
+		const char *other = "#交易合计：2笔，商家实收共0.03元，商家优惠共0.00元\n"
+				    "#退款合计：1笔，商家实收退款共-0.01元，商家优惠退款共0.00元\n"
+				    "#分账合计：1笔，分账共0.01元\n";
+		recon_err_init(&err);
+		assert_int_equal(
+		    recon_totals_check(t, other, strlen(other), lines, 3, "a.csv", 23, &err),
+		    RECON_EINPUT);
+		assert_string_equal(err.where, "a.csv:22");
+		assert_non_null(strstr(err.msg, "control total '#分账合计：' is not one"));
+		sd.totals_ignore = (char *[]){S("#分账合计："), NULL};
+		recon_err_init(&err);
+		assert_int_equal(
+		    recon_totals_check(t, other, strlen(other), lines, 3, "a.csv", 23, &err), 0);
+		sd.totals_ignore = NULL;
+	}
 	assert_int_equal(recon_totals_check(t, bad, strlen(bad), lines, 3, "a.csv", 23, &err),
 			 RECON_EINPUT);
 	assert_string_equal(err.where, "a.csv:22");

@@ -5,8 +5,9 @@
  *
  * Covered: open/close (the writer DSN variable, the local side's fallback, an
  * unset variable), an idempotent INSERT ... ON DUPLICATE KEY UPDATE k = k run
- * twice (affected 1 then 0), a NOT NULL violation, an unswallowed unique
- * violation and a data error (RECON_EINPUT), a rolled-back transaction, a
+ * twice (affected 1 then 0), a NOT NULL violation (RECON_ECONFIG: a table the
+ * job cannot fill), an unswallowed unique violation and a data error
+ * (RECON_EINPUT), a rolled-back transaction, a
  * transaction poisoned by a failed statement (MySQL keeps the rest of it
  * open: it must not commit), a real 1205 lock wait timeout and a real 1213
  * deadlock (RECON_ERETRY, then the retried transaction commits), a
@@ -359,9 +360,9 @@ static void test_writer_mysql_constraint_violation_is_einput(void **state)
 	sql(fx, "CREATE TABLE t_wmy_nn (k VARCHAR(64) PRIMARY KEY, v BIGINT NOT NULL, "
 		"ref VARCHAR(64) UNIQUE) ENGINE=InnoDB");
 	w = wopen(job);
-	/* NOT NULL */
+	/* NOT NULL: a table the job cannot fill (exit 78), not bad input */
 	assert_int_equal(wexec(w, ins, (const char *const[]){"K1", NULL, "r1"}, 3, &n, &err),
-			 RECON_EINPUT);
+			 RECON_ECONFIG);
 	assert_non_null(strstr(err.where, "mysql "));
 	assert_non_null(strstr(err.where, "/recon_test"));
 	assert_non_null(strstr(err.msg, "cannot be null"));
@@ -421,10 +422,11 @@ static void test_writer_mysql_transactions(void **state)
 	begin_ok(w);
 	wexec_ok(w, ins, (const char *const[]){"C", "3"}, 2, &n);
 	assert_int_equal(wexec(w, ins, (const char *const[]){"D", NULL}, 2, &n, &err),
-			 RECON_EINPUT);
-	assert_int_equal(wexec(w, ins, (const char *const[]){"E", "5"}, 2, &n, &err), RECON_EINPUT);
+			 RECON_ECONFIG);
+	assert_int_equal(wexec(w, ins, (const char *const[]){"E", "5"}, 2, &n, &err),
+			 RECON_ECONFIG);
 	recon_err_init(&err);
-	assert_int_equal(w->ops->commit(w, &err), RECON_EINPUT);
+	assert_int_equal(w->ops->commit(w, &err), RECON_ECONFIG);
 	assert_non_null(strstr(err.msg, "cannot be null"));
 	assert_int_equal(sql_long(fx, "SELECT count(*) FROM t_wmy_tx"), 2);
 
@@ -945,7 +947,8 @@ static void test_writer_mysql_unavailable_without_password(void **state)
 	if (*fx->password) {
 		char q[200];
 		snprintf(q, sizeof(q), "SELECT * FROM `%s`", fx->password);
-		assert_int_equal(wexec(w, q, NULL, 0, NULL, &err), RECON_EINPUT);
+		assert_int_equal(wexec(w, q, NULL, 0, NULL, &err),
+				 RECON_ECONFIG); /* no such table */
 		assert_no_secret(&err, fx->password);
 		assert_non_null(strstr(err.msg, "***"));
 	}

@@ -5,7 +5,9 @@
  *
  * Covered: open/close (the writer DSN variable, the local side's fallback, an
  * unset variable), an idempotent insert run twice (affected 1 then 0), a
- * NOT NULL violation and an unswallowed unique violation (RECON_EINPUT), a
+ * NOT NULL violation, an unknown column (RECON_ECONFIG: a table the job
+ * cannot fill), a missing grant (RECON_EPERM), an unswallowed unique
+ * violation (RECON_EINPUT), a
  * rolled-back transaction, a transaction poisoned by a failed statement, a
  * real 40001 serialization failure and a real 40P01 deadlock (RECON_ERETRY,
  * then the retried transaction commits), a backend killed with
@@ -305,7 +307,7 @@ static void test_writer_postgres_idempotent_insert(void **state)
 	recon_job_free(job);
 }
 
-static void test_writer_postgres_constraint_violation_is_einput(void **state)
+static void test_writer_postgres_constraint_violations(void **state)
 {
 	struct fx *fx = *state;
 	const char *dsn = dsn_or_skip();
@@ -320,9 +322,9 @@ static void test_writer_postgres_constraint_violation_is_einput(void **state)
 	sql(fx, "DROP TABLE IF EXISTS t_wpg_nn");
 	sql(fx, "CREATE TABLE t_wpg_nn (k text PRIMARY KEY, v bigint NOT NULL, ref text UNIQUE)");
 	w = wopen(job);
-	/* NOT NULL */
+	/* NOT NULL: a table the job cannot fill (exit 78), not bad input */
 	assert_int_equal(wexec(w, ins, (const char *const[]){"K1", NULL, "r1"}, 3, &n, &err),
-			 RECON_EINPUT);
+			 RECON_ECONFIG);
 	assert_non_null(strstr(err.where, "postgres "));
 	assert_non_null(strstr(err.where, "/recon_test"));
 	assert_non_null(strstr(err.msg, "null value"));
@@ -340,8 +342,24 @@ static void test_writer_postgres_constraint_violation_is_einput(void **state)
 	wexec_ok(w, ins, (const char *const[]){"K2", "2", "r2"}, 3, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(sql_long(fx, "SELECT count(*) FROM t_wpg_nn"), 2);
+	/* a missing grant: permission denied (exit 77) */
+	sql(fx, "DROP ROLE IF EXISTS recon_wpg_nogrant");
+	sql(fx, "CREATE ROLE recon_wpg_nogrant");
+	wexec_ok(w, "SET ROLE recon_wpg_nogrant", NULL, 0, &n);
+	recon_err_init(&err);
+	assert_int_equal(wexec(w, ins, (const char *const[]){"K4", "4", "r4"}, 3, &n, &err),
+			 RECON_EPERM);
+	assert_int_equal(recon_err_exit_code(err.code), 77);
+	assert_non_null(strstr(err.msg, "permission denied"));
+	wexec_ok(w, "RESET ROLE", NULL, 0, &n);
+	/* an unknown column: the job and the table disagree */
+	recon_err_init(&err);
+	assert_int_equal(wexec(w, "INSERT INTO t_wpg_nn (k, nope) VALUES ($1, $2)",
+			       (const char *const[]){"K5", "5"}, 2, &n, &err),
+			 RECON_ECONFIG);
 	w->ops->close(w);
 	sql(fx, "DROP TABLE t_wpg_nn");
+	sql(fx, "DROP ROLE recon_wpg_nogrant");
 	recon_job_free(job);
 }
 
@@ -379,10 +397,11 @@ static void test_writer_postgres_transactions(void **state)
 	begin_ok(w);
 	wexec_ok(w, ins, (const char *const[]){"C", "3"}, 2, &n);
 	assert_int_equal(wexec(w, ins, (const char *const[]){"D", NULL}, 2, &n, &err),
-			 RECON_EINPUT);
-	assert_int_equal(wexec(w, ins, (const char *const[]){"E", "5"}, 2, &n, &err), RECON_EINPUT);
+			 RECON_ECONFIG);
+	assert_int_equal(wexec(w, ins, (const char *const[]){"E", "5"}, 2, &n, &err),
+			 RECON_ECONFIG);
 	recon_err_init(&err);
-	assert_int_equal(w->ops->commit(w, &err), RECON_EINPUT);
+	assert_int_equal(w->ops->commit(w, &err), RECON_ECONFIG);
 	assert_non_null(strstr(err.msg, "null value"));
 	assert_int_equal(sql_long(fx, "SELECT count(*) FROM t_wpg_tx"), 2);
 
@@ -810,7 +829,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_writer_postgres_open_close),
 	    cmocka_unit_test(test_writer_postgres_idempotent_insert),
-	    cmocka_unit_test(test_writer_postgres_constraint_violation_is_einput),
+	    cmocka_unit_test(test_writer_postgres_constraint_violations),
 	    cmocka_unit_test(test_writer_postgres_transactions),
 	    cmocka_unit_test(test_writer_postgres_serialization_failure_retry),
 	    cmocka_unit_test(test_writer_postgres_deadlock_retry),

@@ -412,8 +412,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (size_t i = 0; i < size; i++)
 		nlines += data[i] == '\n';
-	/* a zip's lines are those of the member it inflates: no bound from here */
-	if (size >= 4 && !memcmp(data, "PK\3\4", 4))
+	/* a zip's (or a gzip's) lines are those it inflates: no bound from here */
+	if ((size >= 4 && !memcmp(data, "PK\3\4", 4)) ||
+	    (size >= 2 && !memcmp(data, "\x1f\x8b", 2)))
 		nlines = SIZE_MAX;
 	fuzz_write_file(input_path, data, size);
 	for (size_t i = 0; i < nloaded; i++)

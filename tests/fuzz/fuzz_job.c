@@ -97,9 +97,46 @@ static void check_side(const struct recon_side *s)
 		      "status map value out of range");
 	for (size_t i = 0; i < s->entry_types.n; i++)
 		check(s->entry_types.v[i].value >= 0 &&
-			  s->entry_types.v[i].value <= RECON_ENTRY_IGNORE,
+			  s->entry_types.v[i].value <= RECON_ENTRY_REFUND_REVERSAL,
 		      "entry type value out of range");
 	check(s->skip_lines <= 1000, "skip_lines over its limit");
+	if (s->key_first_of) {
+		size_t n = 0;
+		while (s->key_first_of[n])
+			n++;
+		check(s->nkey == 1 && n >= 2 && n <= RECON_FIRST_OF_MAX &&
+			  !strcmp(s->cols[RECON_COL_KEY0], s->key_first_of[0]),
+		      "first_of key: one part, 2 to 8 columns, the first one mapped");
+	}
+	if (s->time_format) {
+		struct recon_err e;
+		recon_err_init(&e);
+		check(recon_time_format_check(s->time_format, &e) == 0,
+		      "a time_format loaded that its check refuses");
+	}
+}
+
+/* actions.replay_values: identifiers, none a mapped local column, known variables. */
+static void check_replay(const struct recon_job *job)
+{
+	const struct recon_actions_cfg *a = &job->actions;
+
+	check(a->replay == RECON_REPLAY_INSERT || a->replay == RECON_REPLAY_OUTBOX,
+	      "replay mode out of range");
+	check(a->nreplay_values <= RECON_REPLAY_VALUES_MAX, "too many replay_values");
+	for (size_t i = 0; i < a->nreplay_values; i++) {
+		const struct recon_replay_value *x = &a->replay_values[i];
+		check(recon_job_ident_ok(x->column), "replay_values column not an identifier");
+		for (int c = 0; c < RECON_COL__COUNT; c++)
+			check(!job->local.cols[c] || strcmp(job->local.cols[c], x->column),
+			      "replay_values names a mapped local column");
+		for (const char *p = x->text ? strchr(x->text, '{') : NULL; p;
+		     p = strchr(p + 1, '{')) {
+			const char *e = strchr(p, '}');
+			check(e && recon_job_tvar(p + 1, (size_t)(e - p - 1)) >= 0,
+			      "replay template with an unknown variable");
+		}
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -136,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	      "no state path or effective configuration");
 	check_side(&job->upstream);
 	check_side(&job->local);
+	check_replay(job);
 	recon_job_free(job);
 	return 0;
 }

@@ -12,7 +12,13 @@
  *     tz to an instant with the same wall clock (to the second);
  *   - t lies within the bounds of its own local day;
  *   - a duration formats and parses back to itself; a date formats back to
- *     the very text it was parsed from.
+ *     the very text it was parsed from;
+ *   - recon_time_parse_format() under a set of real exports' time_formats
+ *     (no seconds, d/m/Y, epoch seconds, compact, month names, 12-hour,
+ *     offsets, fractions) fails cleanly or gives an instant whose local
+ *     wall clock parses back; under "%Y-%m-%d %H:%M:%S" it agrees with
+ *     recon_time_parse() on the default form; and the input taken as a
+ *     format is either refused by recon_time_format_check() or usable.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -208,6 +214,78 @@ static void zone(const uint8_t *s, size_t len)
 	free(name);
 }
 
+/* The input under real exports' time_formats (Asia/Shanghai). */
+static void formatted(const uint8_t *s, size_t len)
+{
+	static const char *const formats[] = {
+	    "%Y-%m-%d %H:%M",	    "%d/%m/%Y %H:%M:%S", "%s",
+	    "%Y%m%d%H%M%S",	    "%b %e %Y %I:%M %p", "%Y-%m-%dT%H:%M:%S%z",
+	    "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S",
+	};
+	const struct recon_tz *tz = zones[1];
+	char *text = fuzz_strndup(s, len), buf[64];
+	struct recon_err err;
+	int64_t t, back;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		t = SENTINEL;
+		recon_err_init(&err);
+		rc = recon_time_parse_format(text, len, formats[i], tz, &t, &err);
+		if (rc < 0) {
+			check_err(rc, RECON_EVALUE, &err, "time_format: bad failure", s, len);
+			if (t != SENTINEL)
+				fail("time_format: failure changed *utc_ms", formats[i], s, len);
+			continue;
+		}
+		if (err.code || err.msg[0])
+			fail("time_format: success touched err", formats[i], s, len);
+		if (t < min_ms || t > max_ms)
+			continue;
+		recon_time_format_local(tz, t, buf, sizeof(buf));
+		back = SENTINEL;
+		recon_err_init(&err);
+		if (recon_time_parse(buf, strlen(buf), tz, &back, &err) < 0 ||
+		    recon_tz_to_local(tz, back) != floor_sec(recon_tz_to_local(tz, t)))
+			fail("time_format: local wall clock does not parse back", formats[i], s,
+			     len);
+		/* the default form without fraction or suffix: whatever recon_time_parse()
+		   accepts, the format reads the same (it also takes 1-digit fields) */
+		if (i == 7 && len == 19 && strlen(text) == 19) {
+			back = SENTINEL;
+			recon_err_init(&err);
+			if (recon_time_parse(text, len, tz, &back, &err) == 0 && back != t)
+				fail("time_format: disagrees with recon_time_parse", formats[i], s,
+				     len);
+		}
+	}
+	if (len == 19 && strlen(text) == 19 && text[4] == '-' && text[7] == '-' &&
+	    text[10] == ' ' && text[13] == ':' && text[16] == ':') {
+		recon_err_init(&err);
+		if (recon_time_parse(text, len, tz, &back, &err) == 0) {
+			recon_err_init(&err);
+			if (recon_time_parse_format(text, len, "%Y-%m-%d %H:%M:%S", tz, &t, &err) <
+				0 ||
+			    t != back)
+				fail("time_format: refuses what recon_time_parse reads", "-", s,
+				     len);
+		}
+	}
+	/* the input as a format */
+	recon_err_init(&err);
+	if (recon_time_format_check(text, &err) == 0) {
+		t = SENTINEL;
+		recon_err_init(&err);
+		rc = recon_time_parse_format("2024-01-16 10:00:00", 19, text, tz, &t, &err);
+		if (rc < 0)
+			check_err(rc, RECON_EVALUE, &err, "time_format: bad failure (as format)", s,
+				  len);
+	} else if (err.code != RECON_ECONFIG || !err.msg[0]) {
+		fail("time_format: bad check failure", "-", s, len);
+	}
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int64_t t[NZONES] = {0};
@@ -223,6 +301,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fail("timestamp: accepted in one zone only", zone_names[i], data, size);
 	duration(data, size);
 	date(data, size);
+	formatted(data, size);
 	if (size <= 300)
 		zone(data, size);
 	return 0;

@@ -1,0 +1,2 @@
+SELECT count(*) FROM payment_flow;
+SELECT count(*) FROM idempotency_record;
