@@ -130,7 +130,13 @@ void recon_time_format_local(const struct recon_tz *tz, int64_t utc_ms, char *bu
 
 /* The day (in tz) that holds instant utc_ms. */
 int64_t recon_tz_day_of(const struct recon_tz *tz, int64_t utc_ms);
-/* [start, end) of calendar day `day` in tz (23 or 25 hours long on DST days). */
+/*
+ * [start, end) of calendar day `day` in tz (23 or 25 hours long on DST days):
+ * from the first instant whose wall clock reaches the day's midnight to the
+ * first that reaches the next one. Consecutive days are contiguous and never
+ * reversed; a day the zone skips entirely (Pacific/Apia 2011-12-30) is empty
+ * (start == end, where the wall clock jumps over it).
+ */
 void recon_tz_day_bounds(const struct recon_tz *tz, int64_t day, int64_t *start, int64_t *end);
 
 /*

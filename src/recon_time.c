@@ -1496,29 +1496,51 @@ int64_t recon_tz_day_of(const struct recon_tz *tz, int64_t utc_ms)
 }
 
 /*
- * The first instant whose wall clock is at or after local midnight `m`. When
- * m falls inside a gap, recon_tz_to_utc() reads it with the offset before the
- * gap, which lands past the transition unless m is the gap's very first local
- * time; the day really starts at the transition: search for it between the
- * two readings (the wall clock is increasing across a gap).
+ * The first instant whose wall clock is at or after local midnight `m`: the
+ * zone's segments (constant offset between two changes) are scanned in time
+ * order from 26 h before m, and the first one whose wall clock reaches m gives
+ * max(its start, m - offset). Inside a gap that is the transition (the day
+ * starts there); across a fall-back the earliest reading. Being "the first
+ * instant at or after", it grows with m: a day's end is never before its
+ * start, even in a crafted zone whose wall clock jumps over a whole day and
+ * then falls back into it (tests/fuzz/corpus/tzif/regress-day-reversed).
  */
+/* Seconds to ms, saturated at the int64 range. */
+static int64_t sec_to_ms(int64_t s)
+{
+	if (s > INT64_MAX / RECON_MS_PER_SEC)
+		return INT64_MAX;
+	if (s < INT64_MIN / RECON_MS_PER_SEC)
+		return INT64_MIN;
+	return s * RECON_MS_PER_SEC;
+}
+
 static int64_t first_instant_at(const struct recon_tz *tz, int64_t m)
 {
-	int64_t hi = recon_tz_to_utc(tz, m), lo;
+	int64_t from, to = 0;
+	int32_t off;
 
-	if (recon_tz_to_local(tz, hi) == m)
-		return hi;
-	lo = m - (int64_t)recon_tz_offset(tz, hi) * RECON_MS_PER_SEC; /* before the gap */
-	if (lo >= hi || recon_tz_to_local(tz, lo) >= m)
-		return hi;
-	while (hi - lo > 1) { /* local(lo) < m <= local(hi) */
-		int64_t mid = lo + (hi - lo) / 2;
-		if (recon_tz_to_local(tz, mid) >= m)
-			hi = mid;
-		else
-			lo = mid;
+	if (!tz || tz->fixed)
+		return recon_tz_to_utc(tz, m);
+	from = floor_div(m, RECON_MS_PER_SEC) - TZ_WINDOW;
+	off = tz_offset_sec(tz, from);
+	/*
+	 * Ends: changes come in increasing time, and once one lies past m + 26 h
+	 * the segment before it reaches m (|offset| < 26 h). As many rounds as
+	 * the zone has changes in those 52 hours (a file of bounded size).
+	 */
+	for (;;) {
+		bool bounded = tz_next_change(tz, from, &to);
+		int64_t t = sat_add(m, -(int64_t)off * RECON_MS_PER_SEC);
+		int64_t lo = sec_to_ms(from);
+
+		if (t < lo)
+			t = lo;
+		if (!bounded || t < sec_to_ms(to))
+			return t;
+		from = to;
+		off = tz_offset_sec(tz, to);
 	}
-	return hi;
 }
 
 void recon_tz_day_bounds(const struct recon_tz *tz, int64_t day, int64_t *start, int64_t *end)

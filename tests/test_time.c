@@ -700,6 +700,55 @@ static void test_time_day_bounds_midnight_in_gap(void **state)
 	recon_tz_free(tz);
 }
 
+/*
+ * Issue 12 #12 (fuzz_tzif, corpus/tzif/regress-day-reversed): a crafted zone
+ * whose wall clock jumps over a whole day (+0:30 to +25:30) and then falls back
+ * into it (-25:30) made that day end 2 h before it started. Days now start at
+ * the first instant whose wall clock reaches their midnight: never reversed,
+ * contiguous, and the day jumped over is empty (where the jump is).
+ */
+static void test_time_day_bounds_never_reversed(void **state)
+{
+	static const int64_t m = 1705276800; /* 2024-01-15 00:00 as wall clock seconds */
+	static const int64_t trans[] = {m - 3600, m, m + 48 * 3600};
+	static const unsigned char types[] = {1, 2, 1};
+	static const int32_t offs[] = {1800, 91800, -91800};
+	struct tzif_spec z = {0, 3, trans, types, 3, offs, NULL, NULL};
+	unsigned char buf[4096];
+	char *dir = make_tmpdir();
+	struct recon_tz *tz;
+	int64_t d0 = recon_days_from_civil(2024, 1, 15), start, end, prev_end = 0;
+
+	(void)state;
+	write_file(dir, "Crafted", buf, build_tzif(buf, &z));
+	assert_int_equal(setenv("TZDIR", dir, 1), 0);
+	tz = load("Crafted");
+	for (int64_t d = d0 - 2; d <= d0 + 3; d++) {
+		recon_tz_day_bounds(tz, d, &start, &end);
+		assert_true(end >= start);
+		if (d > d0 - 2)
+			assert_int_equal(start, prev_end);
+		prev_end = end;
+	}
+	/* 2024-01-15 is jumped over at its transition, 2024-01-14T23:00Z */
+	recon_tz_day_bounds(tz, d0, &start, &end);
+	assert_int_equal(start, (m - 3600) * RECON_MS_PER_SEC);
+	assert_int_equal(end, start);
+	recon_tz_free(tz);
+	assert_int_equal(unsetenv("TZDIR"), 0);
+	remove_tmpdir(dir);
+
+	/* the real skipped day: Pacific/Apia went from 2011-12-29 to 2011-12-31 */
+	if (recon_tz_load(&tz, "Pacific/Apia", &(struct recon_err){0}) == 0) {
+		recon_tz_day_bounds(tz, recon_days_from_civil(2011, 12, 30), &start, &end);
+		assert_int_equal(start, end);
+		assert_int_equal(start, parse_ok("2011-12-30T10:00:00Z", NULL));
+		recon_tz_day_bounds(tz, recon_days_from_civil(2011, 12, 29), &start, &end);
+		assert_int_equal(end - start, 24 * H);
+		recon_tz_free(tz);
+	}
+}
+
 static void test_time_day_bounds_new_york_dst(void **state)
 {
 	struct recon_tz *tz = load("America/New_York");
@@ -1352,6 +1401,7 @@ int main(void)
 	    cmocka_unit_test(test_time_day_bounds_shanghai),
 	    cmocka_unit_test(test_time_day_bounds_midnight_in_gap),
 	    cmocka_unit_test(test_time_day_bounds_new_york_dst),
+	    cmocka_unit_test(test_time_day_bounds_never_reversed),
 	    cmocka_unit_test(test_time_civil_days),
 	    cmocka_unit_test(test_time_date_parse_format),
 	    cmocka_unit_test(test_time_format_utc),

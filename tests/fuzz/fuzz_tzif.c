@@ -10,8 +10,9 @@
  * answers, never crash or hang. Checked beyond the sanitizers: failures are
  * RECON_ECONFIG with *out NULL; offsets stay within +-26 h (the bound
  * recon_time.c promises itself); to_local(t) = t + offset(t); to_utc() of a
- * wall clock stays within 26 h of it; a day's bounds are within reach of
- * each other.
+ * wall clock stays within 26 h of it; days are contiguous, never reversed,
+ * and start at the first instant whose wall clock reaches their midnight (a
+ * day the zone skips is empty); an instant never precedes its day.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,7 +51,7 @@ static void fail(const char *what, int64_t t)
 static void probe(const struct recon_tz *tz, int64_t t)
 {
 	int32_t off = recon_tz_offset(tz, t);
-	int64_t local, u, start, end;
+	int64_t local, u, start, end, day;
 	char buf[64];
 
 	if (off <= -26 * 3600 || off >= 26 * 3600)
@@ -66,14 +67,30 @@ static void probe(const struct recon_tz *tz, int64_t t)
 	u = recon_tz_to_utc(tz, local);
 	if (u <= local - LIMIT_MS || u >= local + LIMIT_MS)
 		fail("to_utc more than 26 h from the wall clock", t);
-	recon_tz_day_bounds(tz, recon_tz_day_of(tz, t), &start, &end);
-	/*
-	 * A day is never empty or reversed, even when its midnight falls inside a
-	 * gap (tests/fuzz/crashes/tzif-day-bounds-gap-midnight, fixed: the day
-	 * then starts at the transition).
-	 */
-	if (end <= start)
-		fail("day bounds empty or reversed", t);
+	day = recon_tz_day_of(tz, t);
+	for (int64_t d = day - 1; d <= day + 1; d++) {
+		int64_t m = d * RECON_MS_PER_DAY, next_start, next_end;
+		recon_tz_day_bounds(tz, d, &start, &end);
+		recon_tz_day_bounds(tz, d + 1, &next_start, &next_end);
+		/*
+		 * Days are never reversed (corpus/tzif/regress-day-reversed: a wall
+		 * clock that jumped over a whole day, then fell back into it) and
+		 * contiguous; each starts at the first instant whose wall clock
+		 * reaches its midnight, even inside a gap (corpus/tzif/
+		 * regress-day-bounds-gap-midnight: the transition). So an empty day
+		 * is one the wall clock jumps over, as Pacific/Apia's 2011-12-30.
+		 */
+		if (end < start)
+			fail("day bounds reversed", t);
+		if (next_start != end)
+			fail("consecutive days not contiguous", t);
+		if (recon_tz_to_local(tz, start) < m || recon_tz_to_local(tz, start - 1) >= m)
+			fail("a day does not start where its midnight is first reached", t);
+	}
+	recon_tz_day_bounds(tz, day, &start, &end);
+	/* the day of t holds t unless the zone's wall clock came back into it later */
+	if (start > t)
+		fail("an instant before its day starts", t);
 	recon_time_format_local(tz, t, buf, sizeof(buf));
 }
 
