@@ -1527,9 +1527,8 @@ static int get_replay(struct loader *L, json_t *v, struct recon_job *job)
 static int get_actions(struct loader *L, json_t *root, struct recon_job *job)
 {
 	static const char *const keys[] = {
-	    "enabled",	  "writer_dsn_env", "replay_status", "repush_event", "transition",
-	    "attempts",	  "breaker",	    "timeout",	     "replay",	     "replay_values",
-	    NULL};
+	    "enabled", "writer_dsn_env", "replay_status", "repush_event",  "transition", "attempts",
+	    "breaker", "timeout",	 "replay",	  "replay_values", NULL};
 	static const char *const tkeys[] = {"to", "from", NULL};
 	struct recon_actions_cfg *a = &job->actions;
 	json_t *v = json_object_get(root, "actions"), *rs, *tr;
