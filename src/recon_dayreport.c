@@ -1573,10 +1573,12 @@ static size_t stakes_read(struct recon_state *st, const char *job, int64_t run_i
 	int s;
 
 	*out = NULL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT class, severity, amount_minor, currency FROM items WHERE "
-			       "job = ?1 AND state = 'open' AND (?2 = 0 OR last_run = ?2)",
-			       -1, &q, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT class, severity, amount_minor, currency FROM items WHERE "
+		"job = ?1 AND state = 'open' AND (?2 = 0 OR last_run = ?2) ORDER BY class, "
+		"currency",
+		-1, &q, NULL) != SQLITE_OK) {
 		recon_log(RECON_LOG_WARN, "cannot read the money at stake: %s", sqlite3_errmsg(db));
 		goto out;
 	}
@@ -1639,13 +1641,15 @@ void recon_dayreport_stake_line(struct recon_state *st, const char *job, int64_t
 	for (int pass = 0; pass < 2; pass++) {
 		bool first = true;
 		for (size_t i = 0; i < n && o < size; i++) {
+			const char *label;
 			char m[64];
 			if ((pass == 0) != (v[i].klass[0] != 0))
 				continue;
 			stake_text(&v[i], false, m, sizeof(m));
-			o += (size_t)snprintf(buf + o, size - o, "%s%s %s %s",
-					      first ? (o ? "; " : "") : ", ",
-					      v[i].klass[0] ? v[i].klass : "total", m, v[i].cur);
+			label = v[i].klass[0] ? v[i].klass : first ? "total" : NULL;
+			o += (size_t)snprintf(buf + o, size - o, "%s%s%s%s %s",
+					      first ? (o ? "; " : "") : ", ", label ? label : "",
+					      label ? " " : "", m, v[i].cur);
 			first = false;
 		}
 	}

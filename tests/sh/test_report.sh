@@ -95,4 +95,20 @@ p.close()
 sys.exit("unclosed: %s" % p.stack if p.stack else 0)
 PY
 check "the report wrote nothing to the store" test "$(sql "SELECT count(*) FROM runs")" = 4
+
+# ---- money in the summaries (added keys) -------------------------------------------
+expect_exit 0 "status --json" "$RECON" status --job "$JOB" --json
+check "status --json: money at stake per class and currency, next to the counts" \
+	test "$(jq -c '[.open_differences.amount_mismatch, .open_at_stake, .open_at_stake_total]' "$WORK/out")" = \
+	'[3,{"amount_mismatch":{"CNY":"10.50","USD":"5.00"},"extra":{"CNY":"1000.00"},"status_mismatch":{"USD":"7.25"}},{"CNY":"1010.50","USD":"12.25"}]'
+expect_exit 0 "status" "$RECON" status --job "$JOB"
+check "status: one line of money at stake" grep -qx "at stake   amount_mismatch 10.50 CNY, amount_mismatch 5.00 USD, extra 1000.00 CNY, status_mismatch 7.25 USD; total 1010.50 CNY, 12.25 USD" "$WORK/out"
+expect_exit 0 "rerun --json of 03-03" "$RECON" rerun --job "$JOB" --from 2024-03-03 --to 2024-03-03 --json
+check "run --json: the run's money at stake, the existing keys unchanged" \
+	test "$(jq -c '[.differences.amount_mismatch, .at_stake.amount_mismatch, .at_stake_total, .outcome]' "$WORK/out")" = \
+	'[3,{"CNY":"10.50","USD":"5.00"},{"CNY":"1010.50","USD":"12.25"},"success"]'
+expect_exit 0 "rerun of 03-03" "$RECON" rerun --job "$JOB" --from 2024-03-03 --to 2024-03-03
+check "run's summary: one line of money at stake" grep -q "^at stake   amount_mismatch 10.50 CNY, amount_mismatch 5.00 USD, extra 1000.00 CNY, status_mismatch 7.25 USD; total 1010.50 CNY, 12.25 USD$" "$WORK/out"
+expect_exit 0 "a dry run" "$RECON" rerun --job "$JOB" --from 2024-03-03 --to 2024-03-03 --dry-run --json
+check "a dry run records no items: no money keys" test "$(jq -c 'has("at_stake")' "$WORK/out")" = false
 finish
