@@ -409,39 +409,45 @@ static void summarise(struct recon_dayreport *r)
 	}
 }
 
-static const char reject_sql[] =
-    "SELECT run_id, side, origin, field, reason, (SELECT count(*) FROM rejects WHERE run_id = ?1) "
-    "FROM rejects WHERE run_id = ?1 ORDER BY rowid LIMIT ?2";
-
+/* The first RECON_DAYREPORT_TOP rejects of the day's latest run, and how many it has. */
 static int load_rejects(struct recon_dayreport *r, sqlite3 *db, struct recon_err *err)
 {
-	sqlite3_stmt *q = NULL;
+	sqlite3_stmt *q = NULL, *c = NULL;
 	size_t alloc = 0;
 	int rc = 0, s;
 
 	if (!r->last)
 		return 0;
-	if (sqlite3_prepare_v2(db, reject_sql, -1, &q, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db,
+			       "SELECT side, origin, field, reason FROM rejects WHERE run_id = ?1 "
+			       "ORDER BY rowid LIMIT ?2",
+			       -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM rejects WHERE run_id = ?1", -1, &c,
+			       NULL) != SQLITE_OK) {
 		rc = db_err(db, err, "cannot read rejects");
 		goto out;
 	}
 	sqlite3_bind_int64(q, 1, r->last->id);
 	sqlite3_bind_int(q, 2, RECON_DAYREPORT_TOP);
+	sqlite3_bind_int64(c, 1, r->last->id);
 	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
 		struct reject *x;
 		recon_grow((void **)&r->rejects, &alloc, r->nrejects + 1, sizeof(*r->rejects));
 		x = &r->rejects[r->nrejects++];
-		x->run = sqlite3_column_int64(q, 0);
-		x->side = col_dup(q, 1);
-		x->origin = col_dup(q, 2);
-		x->field = col_dup(q, 3);
-		x->reason = col_dup(q, 4);
-		r->rejects_total = sqlite3_column_int64(q, 5);
+		x->run = r->last->id;
+		x->side = col_dup(q, 0);
+		x->origin = col_dup(q, 1);
+		x->field = col_dup(q, 2);
+		x->reason = col_dup(q, 3);
 	}
-	if (s != SQLITE_DONE)
+	if (s != SQLITE_DONE || sqlite3_step(c) != SQLITE_ROW) {
 		rc = db_err(db, err, "cannot read rejects");
+		goto out;
+	}
+	r->rejects_total = sqlite3_column_int64(c, 0);
 out:
 	sqlite3_finalize(q);
+	sqlite3_finalize(c);
 	return rc;
 }
 
@@ -589,7 +595,8 @@ static void local_time(const struct recon_dayreport *r, int64_t ms, char *buf, s
 	int32_t a = off < 0 ? -off : off;
 
 	recon_time_format_local(r->job->tz, ms, t, sizeof(t));
-	snprintf(buf, size, "%s%c%02d:%02d", t, off < 0 ? '-' : '+', (int)(a / 3600),
+	/* "YYYY-MM-DD HH:MM:SS" is 19 bytes; offsets are under 100 hours */
+	snprintf(buf, size, "%.19s%c%02d:%02d", t, off < 0 ? '-' : '+', (int)(a / 3600 % 100),
 		 (int)(a / 60 % 60));
 }
 
