@@ -579,6 +579,13 @@ static void money_text(int64_t v, int exp, bool group, char *buf, size_t size)
 	snprintf(buf + o, size - o, "%s", p + digits);
 }
 
+/* A count with thousands separated by ','; buf holds 64 bytes. Returns buf. */
+static char *count_text(int64_t v, char *buf)
+{
+	money_text(v, 0, true, buf, 64);
+	return buf;
+}
+
 static void stake_text(const struct stake *s, bool group, char *buf, size_t size)
 {
 	if (s->over)
@@ -749,7 +756,7 @@ static void totals_text(const struct recon_dayreport *r, bool group, char *buf, 
 /* The verdict in one line; *level 0 ok, 1 attention, 2 bad. */
 static void verdict(const struct recon_dayreport *r, bool group, char *buf, size_t size, int *level)
 {
-	char date[16], money[512];
+	char date[16], money[512], n[3][64];
 	int64_t critical = 0, found = r->days[r->ndays - 1].found;
 
 	recon_date_format(r->to, date, sizeof(date));
@@ -777,9 +784,9 @@ static void verdict(const struct recon_dayreport *r, bool group, char *buf, size
 	}
 	*level = critical ? 2 : 1;
 	snprintf(buf, size,
-		 "%s reconciled: %zu open difference%s, %s at stake; %" PRId64 " critical, %" PRId64
-		 " found that day",
-		 date, r->ndiff, r->ndiff == 1 ? "" : "s", money, critical, found);
+		 "%s reconciled: %s open difference%s, %s at stake; %s critical, %s found that day",
+		 date, count_text((int64_t)r->ndiff, n[0]), r->ndiff == 1 ? "" : "s", money,
+		 count_text(critical, n[1]), count_text(found, n[2]));
 }
 
 /* "2024-03-01" of an item's opening and its age in days at the report's day. */
@@ -841,6 +848,34 @@ static void value_text(const struct chart *c, int64_t v, char *buf, size_t size)
 }
 
 /*
+ * A grid line's label, short enough for the margin: a whole amount of major
+ * units drops its decimals and, when exact, takes k, M or B ("40M" for
+ * 40,000,000.00); tooltips keep the exact amounts.
+ */
+static void axis_text(const struct chart *c, int64_t v, char *buf, size_t size)
+{
+	static const struct {
+		int64_t div;
+		const char *suffix;
+	} units[] = {{1000000000, "B"}, {1000000, "M"}, {1000, "k"}};
+	int64_t unit = 1;
+
+	for (int i = 0; c->kind == CHART_MONEY && i < c->exp; i++)
+		unit *= 10;
+	if (c->kind == CHART_DURATION || v == 0 || v % unit) {
+		value_text(c, v, buf, size);
+		return;
+	}
+	v /= unit;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (v % units[i].div == 0) {
+			snprintf(buf, size, "%" PRId64 "%s", v / units[i].div, units[i].suffix);
+			return;
+		}
+	snprintf(buf, size, "%" PRId64, v);
+}
+
+/*
  * The smallest 2, 4, 6, 8 or 10 times a power of ten at or above v: even, so the
  * half-way grid line is exact (v itself near INT64_MAX).
  */
@@ -884,7 +919,7 @@ static void chart_svg(struct recon_buf *b, const struct recon_dayreport *r, cons
 	/* grid and value labels: 0, half, top */
 	for (int k = 0; k <= 2; k++) {
 		int64_t y = base - (int64_t)CHART_PH * k / 2;
-		value_text(c, max / 2 * k, t, sizeof(t));
+		axis_text(c, max / 2 * k, t, sizeof(t));
 		recon_buf_addf(b,
 			       "<line class=\"grid\" x1=\"%d\" y1=\"%" PRId64
 			       "\" x2=\"%d\" y2=\"%" PRId64
@@ -1055,14 +1090,13 @@ static void html_cards(struct recon_buf *b, const struct recon_dayreport *r)
 	char v[512], l[512], a[32], m[64];
 
 	recon_buf_adds(b, "<div class=\"cards\">\n");
-	snprintf(v, sizeof(v), "%zu", r->ndiff);
-	snprintf(l, sizeof(l), "open differences (%" PRId64 " with an open ticket)",
-		 r->tickets_open);
+	count_text((int64_t)r->ndiff, v);
+	snprintf(l, sizeof(l), "open differences (%s with an open ticket)",
+		 count_text(r->tickets_open, m));
 	html_card(b, v, l);
 	totals_text(r, true, v, sizeof(v));
 	html_card(b, v[0] ? v : "0", "money at stake");
-	snprintf(v, sizeof(v), "%" PRId64, r->days[r->ndays - 1].found);
-	html_card(b, v, "differences found that day");
+	html_card(b, count_text(r->days[r->ndays - 1].found, v), "differences found that day");
 	if (o) {
 		age_text(r, o, a, sizeof(a));
 		money_text(o->amount, o->exp, true, m, sizeof(m));
@@ -1121,8 +1155,8 @@ static void html_day(struct recon_buf *b, const struct recon_dayreport *r)
 		       " (%s), started %s</th><th class=\"num\">count</th></tr>\n",
 		       r->main->id, r->main->outcome, t);
 	for (int i = 0; i < 10; i++)
-		recon_buf_addf(b, "<tr><td>%s</td><td class=\"num\">%" PRId64 "</td></tr>\n",
-			       run_labels[i], r->main->n[i]);
+		recon_buf_addf(b, "<tr><td>%s</td><td class=\"num\">%s</td></tr>\n", run_labels[i],
+			       count_text(r->main->n[i], t));
 	totals_line(r, t, sizeof(t));
 	recon_buf_adds(b, "<tr><td>control totals</td><td>");
 	add_text(b, t, false);
@@ -1131,7 +1165,7 @@ static void html_day(struct recon_buf *b, const struct recon_dayreport *r)
 
 static void html_money(struct recon_buf *b, const struct recon_dayreport *r)
 {
-	char m[64];
+	char m[64], n[64];
 
 	recon_buf_adds(
 	    b,
@@ -1153,10 +1187,10 @@ static void html_money(struct recon_buf *b, const struct recon_dayreport *r)
 			    pass == 1	? ""
 			    : pass == 2 ? "not a difference yet"
 					: recon_dayreport_next_step(s->klass));
-			recon_buf_addf(b,
-				       "<td class=\"num\">%" PRId64
-				       "</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
-				       s->count, m, s->cur);
+			recon_buf_addf(
+			    b,
+			    "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
+			    count_text(s->count, n), m, s->cur);
 		}
 	if (!r->nstakes)
 		recon_buf_adds(b, "<tr><td colspan=\"5\">nothing open</td></tr>\n");
@@ -1166,16 +1200,16 @@ static void html_money(struct recon_buf *b, const struct recon_dayreport *r)
 static void html_age(struct recon_buf *b, const struct recon_dayreport *r)
 {
 	const struct item *o = oldest(r);
-	char a[32], m[64];
+	char a[32], m[64], n[3][64];
 
 	recon_buf_addf(b,
 		       "<h2>Open differences by age</h2>\n<div class=\"scroll\"><table id=\"age\" "
 		       "class=\"kv\">"
 		       "<tr><th class=\"num\">opened that day</th><th class=\"num\">1-3 days</th>"
-		       "<th class=\"num\">older</th></tr><tr><td class=\"num\">%" PRId64
-		       "</td><td class=\"num\">%" PRId64 "</td><td class=\"num\">%" PRId64
-		       "</td></tr></table></div>\n",
-		       r->age[0], r->age[1], r->age[2]);
+		       "<th class=\"num\">older</th></tr><tr><td class=\"num\">%s</td><td "
+		       "class=\"num\">%s</td><td class=\"num\">%s</td></tr></table></div>\n",
+		       count_text(r->age[0], n[0]), count_text(r->age[1], n[1]),
+		       count_text(r->age[2], n[2]));
 	if (!o)
 		return;
 	age_text(r, o, a, sizeof(a));
@@ -1260,8 +1294,9 @@ static void html_items(struct recon_buf *b, const struct recon_dayreport *r, str
 		add_ck(&rest_m[k].sum, it->amount, &rest_m[k].over);
 	}
 	if (rest) {
+		char n[64];
 		recon_buf_addf(
-		    b, "<p id=\"rest\">%" PRId64 " more open differences, not listed:", rest);
+		    b, "<p id=\"rest\">%s more open differences, not listed:", count_text(rest, n));
 		for (size_t k = 0; k < nrest; k++) {
 			char m[64];
 			stake_text(&rest_m[k], true, m, sizeof(m));
