@@ -1402,11 +1402,10 @@ static void html_write(struct w *w, const struct recon_dayreport *r)
 
 /* ---- Markdown ---------------------------------------------------------------- */
 
-static void md_write(struct w *w, const struct recon_dayreport *r)
+/* The verdict, the day, money at stake and the ages. */
+static void md_summary(struct recon_buf *b, const struct recon_dayreport *r)
 {
-	struct recon_buf *b = &w->b;
 	const struct item *o = oldest(r);
-	size_t shown = r->ndiff < RECON_DAYREPORT_TOP ? r->ndiff : RECON_DAYREPORT_TOP;
 	char date[16], t[1024], m[64], a[32];
 	int level;
 
@@ -1463,6 +1462,13 @@ static void md_write(struct w *w, const struct recon_dayreport *r)
 		add_text(b, o->key, true);
 		recon_buf_addf(b, "**, %s, %s %s at stake, open %s.\n", o->klass, m, o->cur, a);
 	}
+}
+
+/* One line per day of the range. */
+static void md_days(struct recon_buf *b, const struct recon_dayreport *r)
+{
+	char date[16], m[64];
+
 	recon_buf_addf(
 	    b,
 	    "\n## Per day\n\n| day | differences found | open at end | at stake (%s) | "
@@ -1481,6 +1487,15 @@ static void md_write(struct w *w, const struct recon_dayreport *r)
 		    b, "| %s | %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %" PRId64 " | %s |\n",
 		    date, d->found, d->open, m, d->runs, d->failed, d->runs ? dur : "-");
 	}
+}
+
+/* The open differences by money at stake, and the day's rejects. */
+static void md_items(struct w *w, const struct recon_dayreport *r)
+{
+	struct recon_buf *b = &w->b;
+	size_t shown = r->ndiff < RECON_DAYREPORT_TOP ? r->ndiff : RECON_DAYREPORT_TOP;
+	char m[64], a[32];
+
 	recon_buf_adds(b, "\n## Open differences, by money at stake\n\n| key | class | at stake | "
 			  "upstream | local | age | ticket | next step |\n"
 			  "| --- | --- | ---: | --- | --- | --- | --- | --- |\n");
@@ -1536,6 +1551,13 @@ static void md_write(struct w *w, const struct recon_dayreport *r)
 		add_text(b, x->reason, true);
 		recon_buf_adds(b, "\n");
 	}
+}
+
+static void md_write(struct w *w, const struct recon_dayreport *r)
+{
+	md_summary(&w->b, r);
+	md_days(&w->b, r);
+	md_items(w, r);
 }
 
 /* ---- CSV --------------------------------------------------------------------- */
