@@ -386,7 +386,8 @@ static void summarise(struct recon_dayreport *r)
 {
 	size_t alloc = 0;
 
-	qsort(r->items, r->nitems, sizeof(*r->items), item_cmp);
+	if (r->nitems) /* qsort() takes no NULL, even for 0 elements */
+		qsort(r->items, r->nitems, sizeof(*r->items), item_cmp);
 	for (size_t i = 0; i < r->nitems; i++) {
 		const struct item *it = &r->items[i];
 		struct stake *s = stake_get(&r->stakes, &r->nstakes, &alloc, it->klass, it->cur);
