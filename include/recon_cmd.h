@@ -14,6 +14,7 @@ int recon_cmd_status(int argc, char **argv);  /* status */
 int recon_cmd_check(int argc, char **argv);   /* check: monitoring-plugin exit codes */
 int recon_cmd_tickets(int argc, char **argv); /* tickets, tickets close */
 int recon_cmd_rejects(int argc, char **argv); /* rejects */
+int recon_cmd_report(int argc, char **argv);  /* report: the daily report */
 
 /* A tiny option parser shared by the commands (POSIX has no getopt_long). */
 struct recon_opt {

@@ -14,6 +14,7 @@
 #include "recon_action.h"
 #include "recon_cmd.h"
 #include "recon_compare.h"
+#include "recon_dayreport.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_mem.h"
@@ -359,6 +360,7 @@ int recon_cmd_status(int argc, char **argv)
 		json_object_set_new(open, (const char *)sqlite3_column_text(q, 0),
 				    json_integer(sqlite3_column_int64(q, 1)));
 	json_object_set_new(out, "open_differences", open);
+	recon_dayreport_stake_json(st, job->name, 0, out);
 	sqlite3_finalize(q);
 	q = NULL;
 	/* recent runs with the hashes of what they read: identical inputs show as equal */
@@ -440,6 +442,12 @@ int recon_cmd_status(int argc, char **argv)
 			       (long long)json_integer_value(
 				   json_object_get(open, recon_class_name((enum recon_class)c))),
 			       c + 1 < RECON_CLASS__COUNT ? ", " : "\n");
+		{
+			char stake[1024];
+			recon_dayreport_stake_line(st, job->name, 0, stake, sizeof(stake));
+			if (stake[0])
+				printf("at stake   %s\n", stake);
+		}
 		printf("recent runs (input SHA-256, first 12 hex digits)\n");
 		printf("  %6s %-4s %-10s %-9s %-12s %-12s %-12s\n", "RUN", "MODE", "DATE",
 		       "OUTCOME", "UPSTREAM", "LOCAL", "CONFIG");

@@ -13,6 +13,7 @@
 #include "recon_action.h"
 #include "recon_cmd.h"
 #include "recon_compare.h"
+#include "recon_dayreport.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_run.h"
@@ -39,7 +40,8 @@ static const char rerun_usage[] =
     "Recomputes each business day from --from to --to (inclusive). Differences are\n"
     "upserted; the watermark never moves backwards.\n";
 
-static void print_json(const struct recon_ctx *ctx, const struct recon_run_summary *s)
+static void print_json(const struct recon_ctx *ctx, struct recon_state *st,
+		       const struct recon_run_summary *s)
 {
 	json_t *o = json_object(), *w = json_object(), *rows = json_object(), *d = json_object();
 	char start[40], end[40], date[16];
@@ -83,6 +85,8 @@ static void print_json(const struct recon_ctx *ctx, const struct recon_run_summa
 	json_object_set_new(o, "superseded", json_integer((json_int_t)s->superseded));
 	json_object_set_new(o, "awaiting", json_integer((json_int_t)s->counts.awaiting));
 	json_object_set_new(o, "in_flight", json_integer((json_int_t)s->counts.in_flight));
+	if (s->run_id && !ctx->dry_run)
+		recon_dayreport_stake_json(st, ctx->job->name, s->run_id, o);
 	{
 		char *aj = recon_action_counts_json(&s->actions);
 		json_t *a = json_loads(aj, 0, NULL);
@@ -142,7 +146,8 @@ static void print_actions(const struct recon_action_counts *c)
 	}
 }
 
-static void print_text(const struct recon_ctx *ctx, const struct recon_run_summary *s)
+static void print_text(const struct recon_ctx *ctx, struct recon_state *st,
+		       const struct recon_run_summary *s)
 {
 	char start[40], end[40], date[16];
 	const struct recon_compare_counts *c = &s->counts;
@@ -172,6 +177,12 @@ static void print_text(const struct recon_ctx *ctx, const struct recon_run_summa
 	for (int k = 0; k < RECON_CLASS__COUNT; k++)
 		printf(" %s %" PRIu64 "%s", recon_class_name((enum recon_class)k), c->classes[k],
 		       k + 1 < RECON_CLASS__COUNT ? "," : "\n");
+	if (s->run_id && !ctx->dry_run) {
+		char m[1024];
+		recon_dayreport_stake_line(st, ctx->job->name, s->run_id, m, sizeof(m));
+		if (m[0])
+			printf("at stake   %s\n", m);
+	}
 	if (s->resolved)
 		printf("resolved   %" PRIu64 " earlier difference%s now matched\n", s->resolved,
 		       s->resolved == 1 ? "" : "s");
@@ -198,9 +209,9 @@ static int one_window(const struct recon_ctx *ctx, struct recon_state *st,
 	recon_err_init(&err);
 	rc = recon_run_window(ctx, st, win, &sum, &err);
 	if (json)
-		print_json(ctx, &sum);
+		print_json(ctx, st, &sum);
 	else if (!ctx->quiet || rc < 0)
-		print_text(ctx, &sum);
+		print_text(ctx, st, &sum);
 	if (rc < 0) {
 		recon_log(RECON_LOG_ERROR, "%s", sum.error);
 		return sum.exit_code ? sum.exit_code : 1;

@@ -22,6 +22,7 @@ static const char usage[] =
     "  check    monitoring-plugin check of the watermark and last success\n"
     "  tickets  list the open tickets (--all: every one); 'tickets close' for a person\n"
     "  rejects  list the rows a run could not read\n"
+    "  report   the daily report: verdict, money at stake, charts (html, md, csv)\n"
     "\n"
     "Every command takes --job FILE, --quiet and --help.\n";
 
@@ -31,9 +32,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"run", recon_cmd_run},	    {"rerun", recon_cmd_run},	{"diff", recon_cmd_diff},
-    {"status", recon_cmd_status},   {"check", recon_cmd_check}, {"tickets", recon_cmd_tickets},
-    {"rejects", recon_cmd_rejects},
+    {"run", recon_cmd_run},	    {"rerun", recon_cmd_run},	  {"diff", recon_cmd_diff},
+    {"status", recon_cmd_status},   {"check", recon_cmd_check},	  {"tickets", recon_cmd_tickets},
+    {"rejects", recon_cmd_rejects}, {"report", recon_cmd_report},
 };
 
 int main(int argc, char **argv)
