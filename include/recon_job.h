@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "recon_err.h"
+#include "recon_partition.h"
 
 struct recon_tz;
 
@@ -144,6 +145,8 @@ struct recon_side {
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
+
+	struct recon_partition part; /* the key-hash partition this run reads (recon_partition.h) */
 };
 
 /* What a run does about its differences ("actions" in the job file). */
@@ -190,6 +193,8 @@ struct recon_job {
 	char *state_path;
 	char *heartbeat_path;
 	char *config_text; /* the effective configuration, canonical JSON (for hashing) */
+
+	int64_t partition_count; /* "partition": {"count": N}; 0 when absent (recon_partition.h) */
 };
 
 /*
