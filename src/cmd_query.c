@@ -18,6 +18,7 @@
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_money.h"
+#include "recon_partition.h"
 #include "recon_report.h"
 #include "recon_state.h"
 #include "recon_time.h"
@@ -57,13 +58,14 @@ int recon_cmd_diff(int argc, char **argv)
 {
 	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table", *date = NULL,
 		   *mode = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false, open_items = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},	{"run", true, &run, NULL},
-	    {"class", true, &klass, NULL},	{"format", true, &format, NULL},
-	    {"date", true, &date, NULL},	{"mode", true, &mode, NULL},
-	    {"open", false, NULL, &open_items}, {"quiet", false, NULL, &quiet},
-	    {NULL, false, NULL, NULL},
+	    {"job", true, &job_path, NULL},	   {"run", true, &run, NULL},
+	    {"class", true, &klass, NULL},	   {"format", true, &format, NULL},
+	    {"date", true, &date, NULL},	   {"mode", true, &mode, NULL},
+	    {"open", false, NULL, &open_items},	   {"quiet", false, NULL, &quiet},
+	    {"partition", true, &partition, NULL}, {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -109,6 +111,7 @@ int recon_cmd_diff(int argc, char **argv)
 		}
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
@@ -232,11 +235,11 @@ static void fmt_time(int64_t ms, char *buf, size_t size)
 int recon_cmd_status(int argc, char **argv)
 {
 	const char *job_path = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, json = false, quiet = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},
-	    {"json", false, NULL, &json},
-	    {"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL}, {"json", false, NULL, &json},
+	    {"quiet", false, NULL, &quiet}, {"partition", true, &partition, NULL},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -257,6 +260,7 @@ int recon_cmd_status(int argc, char **argv)
 		return 0;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
@@ -511,11 +515,13 @@ int recon_cmd_check(int argc, char **argv)
 {
 	static const char *const names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
 	const char *job_path = NULL, *mode = "t1", *max_lag_s = NULL, *max_age_s = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},	 {"mode", true, &mode, NULL},
 	    {"max-lag", true, &max_lag_s, NULL}, {"max-age", true, &max_age_s, NULL},
-	    {"quiet", false, NULL, &quiet},	 {NULL, false, NULL, NULL},
+	    {"quiet", false, NULL, &quiet},	 {"partition", true, &partition, NULL},
+	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -538,7 +544,8 @@ int recon_cmd_check(int argc, char **argv)
 	if (strcmp(mode, "t1") && strcmp(mode, "hot"))
 		return check_unknown("unknown mode '%s' (t1 or hot)", mode);
 	m = !strcmp(mode, "hot");
-	if (recon_job_load(&job, job_path, &err) < 0) {
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0) {
 		code = check_unknown("%s", recon_err_str(&err, buf, sizeof(buf)));
 		goto out;
 	}
@@ -678,11 +685,13 @@ static void side_amount(json_t *diff, const char *side, char *buf, size_t size)
 static int tickets_close(int argc, char **argv)
 {
 	const char *job_path = NULL, *key = NULL, *klass = NULL, *note = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL}, {"key", true, &key, NULL},
 	    {"class", true, &klass, NULL},  {"note", true, &note, NULL},
-	    {"quiet", false, NULL, &quiet}, {NULL, false, NULL, NULL},
+	    {"quiet", false, NULL, &quiet}, {"partition", true, &partition, NULL},
+	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -700,7 +709,8 @@ static int tickets_close(int argc, char **argv)
 		fputs(tickets_usage, stdout);
 		return 0;
 	}
-	if (recon_job_load(&job, job_path, &err) < 0 || recon_time_now(&now, &err) < 0 ||
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 || recon_time_now(&now, &err) < 0 ||
 	    recon_state_lock(job->state_path, job->name, now, job->lock_wait_ms, &lock, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, true, &err) < 0 ||
 	    recon_state_ticket_close(st, job->name, key, klass, note, now, &err) < 0) {
@@ -727,10 +737,14 @@ out:
 int recon_cmd_tickets(int argc, char **argv)
 {
 	const char *job_path = NULL, *format = "table";
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false, all = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL}, {"format", true, &format, NULL},
-	    {"all", false, NULL, &all},	    {"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL},
+	    {"format", true, &format, NULL},
+	    {"all", false, NULL, &all},
+	    {"quiet", false, NULL, &quiet},
+	    {"partition", true, &partition, NULL},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -757,6 +771,7 @@ int recon_cmd_tickets(int argc, char **argv)
 		return 64;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
@@ -851,11 +866,12 @@ static const char rejects_usage[] =
 int recon_cmd_rejects(int argc, char **argv)
 {
 	const char *job_path = NULL, *run = NULL, *format = "table";
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},  {"run", true, &run, NULL},
-	    {"format", true, &format, NULL}, {"quiet", false, NULL, &quiet},
-	    {NULL, false, NULL, NULL},
+	    {"job", true, &job_path, NULL},	   {"run", true, &run, NULL},
+	    {"format", true, &format, NULL},	   {"quiet", false, NULL, &quiet},
+	    {"partition", true, &partition, NULL}, {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -888,6 +904,7 @@ int recon_cmd_rejects(int argc, char **argv)
 		}
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
