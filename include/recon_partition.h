@@ -95,6 +95,17 @@ struct recon_row;
 bool recon_partition_row_ours(const struct recon_side *side, const struct recon_raw_row *raw,
 			      int rc, const struct recon_row *row);
 
+/*
+ * Before normalizing a statement row (files only; databases filter in SQL):
+ * true when its key, trimmed as recon_normalize_row() trims it, is a valid
+ * key of another partition and the row is no keyless line, so normalizing it
+ * would only find it another partition's. False when unsure (a malformed
+ * record, an unreadable key or entry type): the row is then normalized and
+ * recon_partition_row_ours() decides. A full parse per partition costs more
+ * than the compare it feeds; this skips the money, time and status parsing.
+ */
+bool recon_partition_row_skip(const struct recon_side *side, const struct recon_raw_row *raw);
+
 enum recon_partition_dialect {
 	RECON_PARTITION_SQL_POSTGRES,
 	RECON_PARTITION_SQL_MYSQL,

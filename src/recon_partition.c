@@ -243,6 +243,62 @@ bool recon_partition_row_ours(const struct recon_side *side, const struct recon_
 	return ours;
 }
 
+/* recon_normalize_row()'s trim: ASCII blanks and the side's guard characters. */
+static void trim(const struct recon_side *side, const char **s, size_t *len)
+{
+	const char *p = *s, *guard = side->strip ? side->strip : "";
+	size_t n = *len, g = strlen(guard);
+
+	while (n &&
+	       (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || (g && memchr(guard, *p, g))))
+		p++, n--;
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r' || p[n - 1] == '\n' ||
+		     (g && memchr(guard, p[n - 1], g))))
+		n--;
+	*s = p;
+	*len = n;
+}
+
+bool recon_partition_row_skip(const struct recon_side *side, const struct recon_raw_row *raw)
+{
+	const struct recon_partition *p = &side->part;
+	char key[RECON_KEY_PARTS_MAX * 1025];
+	size_t o = 0;
+
+	if (p->count <= 1 || side->kind != RECON_KIND_CSV || raw->reject)
+		return false;
+	if (side->cols[RECON_COL_ENTRY_TYPE]) {
+		/* keyless lines are partition 0's; an unknown type is a reject: normalize */
+		const char *s = raw->val[RECON_COL_ENTRY_TYPE];
+		size_t len = raw->len[RECON_COL_ENTRY_TYPE];
+		int v;
+		if (!s)
+			return false;
+		trim(side, &s, &len);
+		v = len ? recon_map_get(&side->entry_types, s, len) : -1;
+		if (v < 0 || v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
+			return false;
+	}
+	/* the key as join_key() builds it; any defect: normalize */
+	for (unsigned i = 0; i < side->nkey; i++) {
+		const char *s = raw->val[RECON_COL_KEY0 + i];
+		size_t len = raw->len[RECON_COL_KEY0 + i];
+		if (!s)
+			return false;
+		trim(side, &s, &len);
+		if (!len || len > 1024)
+			return false;
+		for (size_t j = 0; j < len; j++)
+			if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f)
+				return false;
+		if (i)
+			key[o++] = RECON_KEY_SEP;
+		memcpy(key + o, s, len);
+		o += len;
+	}
+	return !recon_partition_owns(p, key, o);
+}
+
 /* The key text as SQL: one column's text, or the parts joined with RECON_KEY_SEP. */
 static void sql_key(const struct recon_side *side, enum recon_partition_dialect d,
 		    struct recon_buf *sql)

@@ -55,6 +55,10 @@ gen_data() {
 				}
 				if (kind == 20)                                # a fee line: keyless, skipped
 					printf "%s,FEE%d%06d,,FEE,0.%02d,,CNY\n", t, day, i, i % 100 > stmt
+				if (i % 400 == 7)                              # rejects: an unknown entry type
+					printf "%s,BAD%d%06d,X%s,BOGUS,1.00,,CNY\n", t, day, i, key > stmt
+				if (i % 400 == 8)                              # ... a control character in a key
+					printf "%s,BAD%d%06d,X%s\001,PAYMENT,1.00,,CNY\n", t, day, i, key > stmt
 				# day 1 payments of kind 17 are refunded in day 2 statement
 				if (day == 2 && kind == 17)
 					printf "%s,TX1%06d,K1%04d,REFUND,%d.%02d,RFX%06d,CNY\n", t, i, i,
@@ -79,7 +83,7 @@ setup() {
 	if [ "$engine" = sqlite ]; then
 		cat "$SRC/sql/sqlite/payment_flow.sql" "$SRC/sql/sqlite/merchant.sql" "$WORK/data/data.sql" |
 			sqlite3 "$dir/flow.db"
-		cp "$SRC/examples/basic/job.json" "$dir/job.json"
+		sed 's/"max_rejects": 0/"max_rejects": 100/' "$SRC/examples/basic/job.json" > "$dir/job.json"
 		return
 	fi
 	name=part_$(basename "$dir")_$$
@@ -91,7 +95,7 @@ setup() {
 	cat "$SRC/sql/postgres/payment_flow.sql" "$SRC/sql/postgres/merchant.sql" "$WORK/data/data.sql" |
 		psql -q -X -v ON_ERROR_STOP=1 "$dsn" > /dev/null
 	sed -e "s#\"kind\": \"sqlite\",#\"kind\": \"postgres\", \"dsn_env\": \"$var\",#" \
-		-e "s#\"path\": \"flow.db\",##" \
+		-e "s#\"path\": \"flow.db\",##" -e 's/"max_rejects": 0/"max_rejects": 100/' \
 		-e "s#\"state\": \"state/recon.db\",#\"actions\": {\"writer_dsn_env\": \"$var\"},\n  \"state\": \"state/recon.db\",#" \
 		"$SRC/examples/basic/job.json" > "$dir/job.json"
 }
@@ -121,6 +125,9 @@ report() {
 			"$RECON" diff --job "$job" --date "$d" --format jsonl "$@" | sed "s/^/diff $d /"
 		done
 		"$RECON" diff --job "$job" --open --format jsonl "$@" | sed 's/^/open /'
+		for r in 1 2; do
+			"$RECON" rejects --job "$job" --run $r --format jsonl "$@" | sed "s/^/reject $r /"
+		done
 		"$RECON" tickets --job "$job" --all --format jsonl "$@" |
 			jq -c '{key, class, severity, status}' | sed 's/^/state-ticket /'
 	} | sed "s#$(dirname "$job")/##g"
@@ -151,6 +158,8 @@ one_engine() {
 	done
 	check "$engine: keyless lines were skipped" \
 		test "$(jq .skipped "$WORK/${engine}_whole.counts")" -gt 0
+	check "$engine: bad lines were rejected (an unknown entry type, a control character in a key)" \
+		test "$(jq .rejected "$WORK/${engine}_whole.counts")" -gt 0
 
 	for n in $NS; do
 		dir=$WORK/${engine}_n$n
