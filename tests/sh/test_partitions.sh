@@ -204,6 +204,13 @@ one_engine() {
 		if [ "$n" -gt 1 ]; then
 			check "$engine, $n partitions: each has its own store and heartbeat" \
 				test "$(ls "$dir/state/" | grep -c '^recon\.p[0-9]*-of-'"$n"'\.\(db\|prom\)$')" = $((2 * n))
+			# node_exporter merges the files: no series may appear in two of them
+			check "$engine, $n partitions: no heartbeat series in two partitions' files" \
+				test -z "$(cat "$dir"/state/recon.p*-of-$n.prom | grep -v '^#' | sed 's/ [^ ]*$//' | sort | uniq -d)"
+			if command -v promtool > /dev/null 2>&1; then
+				check "$engine, $n partitions: partition 0's heartbeat passes promtool check metrics" \
+					sh -c "promtool check metrics < '$dir/state/recon.p0-of-$n.prom'"
+			fi
 		fi
 	done
 }
