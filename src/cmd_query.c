@@ -32,11 +32,14 @@ static const char diff_usage[] =
     "completed; --date: the latest run of that business day). --open prints every open\n"
     "item of the job instead, whatever day found it, as last evaluated. Classes: missing,\n"
     "extra, stuck, amount_mismatch, status_mismatch, duplicate (with --open also awaiting\n"
-    "and in_flight).\n";
+    "and in_flight).\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
-static const char status_usage[] = "usage: recon status --job FILE [--json] [--quiet]\n"
-				   "\n"
-				   "Shows the job's watermarks, last runs, and open differences.\n";
+static const char status_usage[] =
+    "usage: recon status --job FILE [--json] [--quiet]\n"
+    "\n"
+    "Shows the job's watermarks, last runs, and open differences.\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 static int fail(const struct recon_err *err)
 {
@@ -483,7 +486,8 @@ static const char check_usage[] =
     "Monitoring-plugin check: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n"
     "WARNING when the watermark lags more than --max-lag or the last success is older\n"
     "than --max-age (or the last run failed); CRITICAL beyond twice those. Defaults come\n"
-    "from the job's \"check\" section (t1: 36h lag, 26h age; hot: 15m, 15m).\n";
+    "from the job's \"check\" section (t1: 36h lag, 26h age; hot: 15m, 15m).\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 #define CHECK_OK       0
 #define CHECK_WARNING  1
@@ -643,7 +647,8 @@ static const char tickets_usage[] =
     "class, with both sides' amounts, the run that opened it, and the next step. A\n"
     "ticket follows its open item: a run that finds the key matched (or in another\n"
     "class) resolves it in the state store and in the merchant's recon_ticket. 'close'\n"
-    "is for a person: the ticket and its items end with the note.\n";
+    "is for a person: the ticket and its items end with the note.\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 /* What a person does next about a difference of class c. */
 static const char *next_step(const char *c)
@@ -861,7 +866,8 @@ static const char rejects_usage[] =
     "usage: recon rejects --job FILE [--run ID|latest] [--format table|jsonl|csv] [--quiet]\n"
     "\n"
     "Lists the rows a run could not read (default: the latest run that has any), with\n"
-    "their origin (file:line or table), the field and the reason.\n";
+    "their origin (file:line or table), the field and the reason.\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 int recon_cmd_rejects(int argc, char **argv)
 {
