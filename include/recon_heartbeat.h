@@ -13,10 +13,20 @@
 
 #include "recon_err.h"
 
+struct recon_partition;
 struct recon_state;
 
 /* Rewrites `path` for job from the state store. RECON_EIO on failure. */
 RECON_MUSTCHECK int recon_heartbeat_write(struct recon_state *st, const char *job, const char *path,
 					  struct recon_err *err);
+/*
+ * As recon_heartbeat_write, for key-hash partition p of the job: every series
+ * carries the labels partition="I" and partitions="N" first (the files of a
+ * job's partitions never collide), and recon_partitions{...} N says how many
+ * files the job's alerts expect. Unpartitioned (count 0): the plain file.
+ */
+RECON_MUSTCHECK int recon_heartbeat_write_partition(struct recon_state *st, const char *job,
+						    const struct recon_partition *p,
+						    const char *path, struct recon_err *err);
 
 #endif

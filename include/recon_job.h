@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "recon_err.h"
+#include "recon_partition.h"
 
 struct recon_tz;
 
@@ -160,6 +161,8 @@ struct recon_side {
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
 	char **totals_ignore; /* NULL-terminated: labels the job marks as not to be checked */
+
+	struct recon_partition part; /* the key-hash partition this run reads (recon_partition.h) */
 };
 
 /* How a missing order is replayed (actions.replay). */
@@ -252,6 +255,8 @@ struct recon_job {
 	char *state_path;
 	char *heartbeat_path;
 	char *config_text; /* the effective configuration, canonical JSON (for hashing) */
+
+	int64_t partition_count; /* "partition": {"count": N}; 0 when absent (recon_partition.h) */
 };
 
 /*

@@ -44,6 +44,8 @@ struct recon_run_summary {
 	uint64_t rows_skipped;	/* keyless statement lines */
 	uint64_t lookups[2];	/* keys looked up on each side */
 	uint64_t rows_other[2]; /* rows read that other windows own (margins) */
+	/* rows of other key-hash partitions: neither compared nor rejected, not in rows_read */
+	uint64_t rows_partition[2];
 	struct recon_compare_counts counts;
 	struct recon_action_counts actions;
 	uint64_t resolved;   /* earlier differences now matched */

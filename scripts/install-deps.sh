@@ -10,7 +10,7 @@ pkgs="build-essential cmake pkg-config tzdata sqlite3 libsqlite3-dev libcsv-dev 
 libpq-dev default-libmysqlclient-dev libcmocka-dev zlib1g-dev"
 if [ "${1:-}" = "--test" ]; then
 	pkgs="$pkgs postgresql mariadb-server mariadb-client prometheus clang clang-format \
-libclang-rt-14-dev iproute2 procps jq python3 chromium tidy"
+libclang-rt-14-dev iproute2 procps jq python3 chromium tidy python3-yaml time"
 fi
 
 missing=""

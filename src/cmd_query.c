@@ -19,6 +19,7 @@
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_money.h"
+#include "recon_partition.h"
 #include "recon_report.h"
 #include "recon_state.h"
 #include "recon_time.h"
@@ -32,11 +33,14 @@ static const char diff_usage[] =
     "completed; --date: the latest run of that business day). --open prints every open\n"
     "item of the job instead, whatever day found it, as last evaluated. Classes: missing,\n"
     "extra, stuck, amount_mismatch, status_mismatch, duplicate (with --open also awaiting\n"
-    "and in_flight).\n";
+    "and in_flight).\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
-static const char status_usage[] = "usage: recon status --job FILE [--json] [--quiet]\n"
-				   "\n"
-				   "Shows the job's watermarks, last runs, and open differences.\n";
+static const char status_usage[] =
+    "usage: recon status --job FILE [--json] [--quiet]\n"
+    "\n"
+    "Shows the job's watermarks, last runs, and open differences.\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 static int fail(const struct recon_err *err)
 {
@@ -58,13 +62,14 @@ int recon_cmd_diff(int argc, char **argv)
 {
 	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table", *date = NULL,
 		   *mode = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false, open_items = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},	{"run", true, &run, NULL},
-	    {"class", true, &klass, NULL},	{"format", true, &format, NULL},
-	    {"date", true, &date, NULL},	{"mode", true, &mode, NULL},
-	    {"open", false, NULL, &open_items}, {"quiet", false, NULL, &quiet},
-	    {NULL, false, NULL, NULL},
+	    {"job", true, &job_path, NULL},	   {"run", true, &run, NULL},
+	    {"class", true, &klass, NULL},	   {"format", true, &format, NULL},
+	    {"date", true, &date, NULL},	   {"mode", true, &mode, NULL},
+	    {"open", false, NULL, &open_items},	   {"quiet", false, NULL, &quiet},
+	    {"partition", true, &partition, NULL}, {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -110,6 +115,7 @@ int recon_cmd_diff(int argc, char **argv)
 		}
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
@@ -233,11 +239,11 @@ static void fmt_time(int64_t ms, char *buf, size_t size)
 int recon_cmd_status(int argc, char **argv)
 {
 	const char *job_path = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, json = false, quiet = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},
-	    {"json", false, NULL, &json},
-	    {"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL}, {"json", false, NULL, &json},
+	    {"quiet", false, NULL, &quiet}, {"partition", true, &partition, NULL},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -258,6 +264,7 @@ int recon_cmd_status(int argc, char **argv)
 		return 0;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
@@ -487,7 +494,8 @@ static const char check_usage[] =
     "Monitoring-plugin check: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n"
     "WARNING when the watermark lags more than --max-lag or the last success is older\n"
     "than --max-age (or the last run failed); CRITICAL beyond twice those. Defaults come\n"
-    "from the job's \"check\" section (t1: 36h lag, 26h age; hot: 15m, 15m).\n";
+    "from the job's \"check\" section (t1: 36h lag, 26h age; hot: 15m, 15m).\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 #define CHECK_OK       0
 #define CHECK_WARNING  1
@@ -519,11 +527,13 @@ int recon_cmd_check(int argc, char **argv)
 {
 	static const char *const names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
 	const char *job_path = NULL, *mode = "t1", *max_lag_s = NULL, *max_age_s = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},	 {"mode", true, &mode, NULL},
 	    {"max-lag", true, &max_lag_s, NULL}, {"max-age", true, &max_age_s, NULL},
-	    {"quiet", false, NULL, &quiet},	 {NULL, false, NULL, NULL},
+	    {"quiet", false, NULL, &quiet},	 {"partition", true, &partition, NULL},
+	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -546,7 +556,8 @@ int recon_cmd_check(int argc, char **argv)
 	if (strcmp(mode, "t1") && strcmp(mode, "hot"))
 		return check_unknown("unknown mode '%s' (t1 or hot)", mode);
 	m = !strcmp(mode, "hot");
-	if (recon_job_load(&job, job_path, &err) < 0) {
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0) {
 		code = check_unknown("%s", recon_err_str(&err, buf, sizeof(buf)));
 		goto out;
 	}
@@ -644,7 +655,8 @@ static const char tickets_usage[] =
     "class, with both sides' amounts, the run that opened it, and the next step. A\n"
     "ticket follows its open item: a run that finds the key matched (or in another\n"
     "class) resolves it in the state store and in the merchant's recon_ticket. 'close'\n"
-    "is for a person: the ticket and its items end with the note.\n";
+    "is for a person: the ticket and its items end with the note.\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 /* What a person does next about a difference of class c. */
 static const char *next_step(const char *c)
@@ -686,11 +698,13 @@ static void side_amount(json_t *diff, const char *side, char *buf, size_t size)
 static int tickets_close(int argc, char **argv)
 {
 	const char *job_path = NULL, *key = NULL, *klass = NULL, *note = NULL;
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL}, {"key", true, &key, NULL},
 	    {"class", true, &klass, NULL},  {"note", true, &note, NULL},
-	    {"quiet", false, NULL, &quiet}, {NULL, false, NULL, NULL},
+	    {"quiet", false, NULL, &quiet}, {"partition", true, &partition, NULL},
+	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -708,7 +722,8 @@ static int tickets_close(int argc, char **argv)
 		fputs(tickets_usage, stdout);
 		return 0;
 	}
-	if (recon_job_load(&job, job_path, &err) < 0 || recon_time_now(&now, &err) < 0 ||
+	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 || recon_time_now(&now, &err) < 0 ||
 	    recon_state_lock(job->state_path, job->name, now, job->lock_wait_ms, &lock, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, true, &err) < 0 ||
 	    recon_state_ticket_close(st, job->name, key, klass, note, now, &err) < 0) {
@@ -735,10 +750,14 @@ out:
 int recon_cmd_tickets(int argc, char **argv)
 {
 	const char *job_path = NULL, *format = "table";
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false, all = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL}, {"format", true, &format, NULL},
-	    {"all", false, NULL, &all},	    {"quiet", false, NULL, &quiet},
+	    {"job", true, &job_path, NULL},
+	    {"format", true, &format, NULL},
+	    {"all", false, NULL, &all},
+	    {"quiet", false, NULL, &quiet},
+	    {"partition", true, &partition, NULL},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
@@ -765,6 +784,7 @@ int recon_cmd_tickets(int argc, char **argv)
 		return 64;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;
@@ -854,16 +874,18 @@ static const char rejects_usage[] =
     "usage: recon rejects --job FILE [--run ID|latest] [--format table|jsonl|csv] [--quiet]\n"
     "\n"
     "Lists the rows a run could not read (default: the latest run that has any), with\n"
-    "their origin (file:line or table), the field and the reason.\n";
+    "their origin (file:line or table), the field and the reason.\n"
+    "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
 int recon_cmd_rejects(int argc, char **argv)
 {
 	const char *job_path = NULL, *run = NULL, *format = "table";
+	const char *partition = NULL; /* --partition I/N: that partition's store */
 	bool help = false, quiet = false;
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},  {"run", true, &run, NULL},
-	    {"format", true, &format, NULL}, {"quiet", false, NULL, &quiet},
-	    {NULL, false, NULL, NULL},
+	    {"job", true, &job_path, NULL},	   {"run", true, &run, NULL},
+	    {"format", true, &format, NULL},	   {"quiet", false, NULL, &quiet},
+	    {"partition", true, &partition, NULL}, {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
@@ -896,6 +918,7 @@ int recon_cmd_rejects(int argc, char **argv)
 		}
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
+	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
 		code = fail(&err);
 		goto out;

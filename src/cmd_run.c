@@ -16,6 +16,7 @@
 #include "recon_dayreport.h"
 #include "recon_job.h"
 #include "recon_log.h"
+#include "recon_partition.h"
 #include "recon_run.h"
 #include "recon_state.h"
 #include "recon_time.h"
@@ -23,6 +24,7 @@
 static const char run_usage[] =
     "usage: recon run --job FILE [--mode t1|hot] [--date YYYY-MM-DD] [--upstream FILE|-] "
     "[--dry-run] [--json] [--quiet | --verbose]\n"
+    "                 [--partition I/N | --partitions N --sequential]\n"
     "\n"
     "Reconciles one window: t1 (default) is a business day in the job's time zone,\n"
     "yesterday unless --date says otherwise. --dry-run compares and reports but takes\n"
@@ -31,11 +33,16 @@ static const char run_usage[] =
     "--verbose adds debug messages, among them each phase's wall time.\n"
     "Exit: 0 success (differences are results), 65 bad input, 69 source unavailable,\n"
     "75 another run holds the lock, 77 a grant is missing, 78 bad job file, 1 anything\n"
-    "else.\n";
+    "else.\n"
+    "--partition I/N reconciles the keys whose hash falls in partition I of N, with\n"
+    "its own state store, lock and heartbeat; --partitions N --sequential runs all N\n"
+    "one after another (as does a job with \"partition\": {\"count\": N} without\n"
+    "--partition), so memory holds one partition's rows.\n";
 
 static const char rerun_usage[] =
     "usage: recon rerun --job FILE --from YYYY-MM-DD --to YYYY-MM-DD [--upstream FILE|-] "
     "[--dry-run] [--json] [--quiet | --verbose]\n"
+    "                   [--partition I/N | --partitions N --sequential]\n"
     "\n"
     "Recomputes each business day from --from to --to (inclusive). Differences are\n"
     "upserted; the watermark never moves backwards.\n";
@@ -57,6 +64,11 @@ static void print_json(const struct recon_ctx *ctx, struct recon_state *st,
 	json_object_set_new(w, "end", json_string(end));
 	json_object_set_new(w, "date", json_string(date));
 	json_object_set_new(o, "window", w);
+	if (ctx->job->upstream.part.count)
+		json_object_set_new(o, "partition",
+				    json_pack("{s:i,s:i}", "index",
+					      (int)ctx->job->upstream.part.index, "count",
+					      (int)ctx->job->upstream.part.count));
 	json_object_set_new(rows, "upstream", json_integer((json_int_t)s->rows_read[0]));
 	json_object_set_new(rows, "local", json_integer((json_int_t)s->rows_read[1]));
 	json_object_set_new(rows, "rejected",
@@ -74,6 +86,13 @@ static void print_json(const struct recon_ctx *ctx, struct recon_state *st,
 		json_object_set_new(l, "upstream", json_integer((json_int_t)s->lookups[0]));
 		json_object_set_new(l, "local", json_integer((json_int_t)s->lookups[1]));
 		json_object_set_new(rows, "looked_up", l);
+	}
+	if (ctx->job->upstream.part.count) {
+		/* rows of other partitions: neither compared nor rejected, not among "upstream" */
+		json_t *p = json_object();
+		json_object_set_new(p, "upstream", json_integer((json_int_t)s->rows_partition[0]));
+		json_object_set_new(p, "local", json_integer((json_int_t)s->rows_partition[1]));
+		json_object_set_new(rows, "other_partition", p);
 	}
 	json_object_set_new(o, "rows", rows);
 	for (int c = 0; c < RECON_CLASS__COUNT; c++)
@@ -161,6 +180,11 @@ static void print_text(const struct recon_ctx *ctx, struct recon_state *st,
 	       ctx->dry_run ? ", dry run" : "");
 	if (s->run_id)
 		printf("  run id   %" PRId64 "\n", s->run_id);
+	if (ctx->job->upstream.part.count)
+		printf("  partition %u/%u (other partitions' rows: %" PRIu64 " upstream, %" PRIu64
+		       " local, neither compared nor rejected)\n",
+		       ctx->job->upstream.part.index, ctx->job->upstream.part.count,
+		       s->rows_partition[0], s->rows_partition[1]);
 	printf("rows\n");
 	print_side("upstream", s->rows_read[0], c->rows_owned[0], s->rows_skipped,
 		   s->rows_rejected[0], c->rows_other[0], s->lookups[0]);
@@ -385,12 +409,134 @@ static int run_hot(const struct recon_ctx *ctx, struct recon_state *st, bool jso
 	return 0;
 }
 
+/* What one invocation runs, besides the store: the days (t1, rerun) or the hot catch-up. */
+struct plan {
+	bool rerun, json;
+	const char *date;
+	int64_t first, last;
+	const char *partition;	/* --partition I/N, or NULL */
+	const char *partitions; /* --partitions N, or NULL */
+	bool sequential;
+};
+
+/* Runs the plan against the job's state store (a partition's, when it is one). */
+static int run_store(struct recon_ctx *ctx, const struct plan *plan)
+{
+	const struct recon_job *job = ctx->job;
+	struct recon_state *st = NULL;
+	struct recon_err err;
+	struct recon_window win;
+	int64_t day, first = plan->first, last = plan->last;
+	const bool rerun = plan->rerun, json = plan->json;
+	const char *date = plan->date;
+	int lock = -1, code = 0;
+
+	recon_err_init(&err);
+	/* the lock first: a store is created and migrated by one process only */
+	if (recon_state_lock(job->state_path, job->name, ctx->now, job->lock_wait_ms, &lock, &err) <
+		0 ||
+	    recon_state_open(&st, job->state_path, true, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	/* holding the lock, any run of this job still marked running died: say so */
+	if (recon_state_abandon_running(st, job->name, &err) < 0) {
+		code = fail(&err);
+		goto out;
+	}
+	if (ctx->mode == RECON_MODE_HOT) {
+		code = run_hot(ctx, st, json, &err);
+		goto out;
+	}
+	if (!rerun) {
+		code = plan_t1(ctx, st, json, date, &first, &last, &err);
+		if (code >= 0)
+			goto out; /* nothing to run, or an error plan_t1 already reported */
+		code = 0;
+	}
+	for (day = first; day <= last; day++) {
+		recon_run_day_window(job, day, &win);
+		code = one_window(ctx, st, &win, json);
+		if (code)
+			break; /* a failed day stops the range: later days wait for it */
+	}
+out:
+	recon_state_unlock(lock);
+	recon_state_close(st);
+	return code;
+}
+
+/*
+ * The partitions to run: --partition I/N, that one; --partitions N --sequential,
+ * or a job with "partition": {"count": N} and neither option, each in turn in
+ * this process (a grace-hash split: memory holds one partition's rows). They
+ * are independent: one failing does not stop the next; the first failure's
+ * exit code is returned. An unpartitioned job runs its one store.
+ */
+static int run_partitions(struct recon_ctx *ctx, struct recon_job *job, const char *job_path,
+			  const struct plan *plan, struct recon_err *err)
+{
+	struct recon_partition one = {0, 0};
+	int64_t n = job->partition_count;
+	int code = 0;
+
+	if (plan->partition && (plan->partitions || plan->sequential)) {
+		fprintf(stderr, "recon run: --partition runs one partition; --partitions N "
+				"--sequential runs them all\n");
+		return 64;
+	}
+	if (plan->partitions) {
+		struct recon_partition all;
+		char text[32];
+		if (!plan->sequential) {
+			fprintf(stderr, "recon run: --partitions N needs --sequential (one process "
+					"after another); in parallel, start one process per "
+					"--partition I/N\n");
+			return 64;
+		}
+		snprintf(text, sizeof(text), "0/%s", plan->partitions);
+		if (recon_partition_parse(text, job->partition_count, &all, err) < 0)
+			return fail(err);
+		n = all.count;
+	} else if (plan->sequential && !n) {
+		fprintf(stderr,
+			"recon run: --sequential needs --partitions N (or partition.count in "
+			"the job)\n");
+		return 64;
+	}
+	if (plan->partition) {
+		if (recon_partition_parse(plan->partition, job->partition_count, &one, err) < 0)
+			return fail(err);
+		recon_partition_apply(job, &one);
+		return run_store(ctx, plan);
+	}
+	if (!n)
+		return run_store(ctx, plan);
+	for (int64_t i = 0; i < n; i++) {
+		struct recon_partition p = {(uint32_t)i, (uint32_t)n};
+		struct recon_job *pj = NULL;
+		struct recon_ctx pctx = *ctx;
+		int c;
+		/* each partition its own job: its paths are the partition's */
+		if (recon_job_load(&pj, job_path, err) < 0)
+			return fail(err);
+		recon_partition_apply(pj, &p);
+		pctx.job = pj;
+		c = run_store(&pctx, plan);
+		if (c && !code)
+			code = c;
+		recon_job_free(pj);
+	}
+	return code;
+}
+
 int recon_cmd_run(int argc, char **argv)
 {
 	const bool rerun = !strcmp(argv[0], "rerun");
 	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL,
 		   *upstream = NULL;
 	bool dry_run = false, json = false, quiet = false, verbose = false, help = false;
+	struct plan plan = {0};
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},
 	    {"mode", true, &mode, NULL},
@@ -402,15 +548,16 @@ int recon_cmd_run(int argc, char **argv)
 	    {"json", false, NULL, &json},
 	    {"quiet", false, NULL, &quiet},
 	    {"verbose", false, NULL, &verbose},
+	    {"partition", true, &plan.partition, NULL},
+	    {"partitions", true, &plan.partitions, NULL},
+	    {"sequential", false, NULL, &plan.sequential},
 	    {NULL, false, NULL, NULL},
 	};
 	struct recon_job *job = NULL;
-	struct recon_state *st = NULL;
 	struct recon_ctx ctx = {0};
 	struct recon_err err;
-	struct recon_window win;
-	int64_t day, first = 0, last = -1;
-	int lock = -1, code = 0;
+	int64_t first = 0, last = -1;
+	int code = 0;
 
 	recon_err_init(&err);
 	if (recon_opt_parse(argc, argv, opts, &help) < 0) {
@@ -489,37 +636,10 @@ int recon_cmd_run(int argc, char **argv)
 				  "rerun stops at %s: the days after it are not due yet", d);
 		}
 	}
-	/* the lock first: a store is created and migrated by one process only */
-	if (recon_state_lock(job->state_path, job->name, ctx.now, job->lock_wait_ms, &lock, &err) <
-		0 ||
-	    recon_state_open(&st, job->state_path, true, &err) < 0) {
-		code = fail(&err);
-		goto out;
-	}
-	/* holding the lock, any run of this job still marked running died: say so */
-	if (recon_state_abandon_running(st, job->name, &err) < 0) {
-		code = fail(&err);
-		goto out;
-	}
-	if (ctx.mode == RECON_MODE_HOT) {
-		code = run_hot(&ctx, st, json, &err);
-		goto out;
-	}
-	if (!rerun) {
-		code = plan_t1(&ctx, st, json, date, &first, &last, &err);
-		if (code >= 0)
-			goto out; /* nothing to run, or an error plan_t1 already reported */
-		code = 0;
-	}
-	for (day = first; day <= last; day++) {
-		recon_run_day_window(job, day, &win);
-		code = one_window(&ctx, st, &win, json);
-		if (code)
-			break; /* a failed day stops the range: later days wait for it */
-	}
+	plan = (struct plan){rerun,	      json,	      date, first, last, plan.partition,
+			     plan.partitions, plan.sequential};
+	code = run_partitions(&ctx, job, job_path, &plan, &err);
 out:
-	recon_state_unlock(lock);
-	recon_state_close(st);
 	recon_job_free(job);
 	return code;
 }

@@ -13,6 +13,7 @@
 #include "recon_buf.h"
 #include "recon_compare.h"
 #include "recon_mem.h"
+#include "recon_partition.h"
 #include "recon_state.h"
 
 /* ms -> "S.mmm" seconds, exactly. */
@@ -246,12 +247,47 @@ out:
 	return rc;
 }
 
+/* Every series of b with `labels,` first in its label set (b's lines all have one). */
+static void add_labels(struct recon_buf *b, const char *labels)
+{
+	struct recon_buf o;
+	const char *p = b->s, *end = b->s + b->len;
+
+	recon_buf_init(&o);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *brace =
+		    *p != '#' ? memchr(p, '{', (size_t)(nl ? nl - p : end - p)) : NULL;
+		size_t len = (size_t)((nl ? nl + 1 : end) - p);
+		if (brace) {
+			recon_buf_add(&o, p, (size_t)(brace + 1 - p));
+			recon_buf_addf(&o, "%s,", labels);
+			recon_buf_add(&o, brace + 1, len - (size_t)(brace + 1 - p));
+		} else {
+			recon_buf_add(&o, p, len);
+		}
+		p += len;
+	}
+	recon_buf_release(b);
+	*b = o;
+}
+
 int recon_heartbeat_write(struct recon_state *st, const char *job, const char *path,
 			  struct recon_err *err)
+{
+	const struct recon_partition whole = {0, 0};
+
+	return recon_heartbeat_write_partition(st, job, &whole, path, err);
+}
+
+int recon_heartbeat_write_partition(struct recon_state *st, const char *job,
+				    const struct recon_partition *p, const char *path,
+				    struct recon_err *err)
 {
 	struct mode_stats *m = NULL;
 	size_t n = 0;
 	struct recon_buf b;
+	char labels[64];
 	int rc;
 
 	recon_buf_init(&b);
@@ -260,6 +296,14 @@ int recon_heartbeat_write(struct recon_state *st, const char *job, const char *p
 	render(&b, job, m, n);
 	if ((rc = render_actions(recon_state_db(st), job, &b, err)) < 0)
 		goto out;
+	if (p->count) {
+		/* alert rules count the partitions reporting against this */
+		head(&b, "recon_partitions", "gauge",
+		     "Key-hash partitions the job splits into (this file is one of them).");
+		series(&b, "recon_partitions", job, "all", NULL, NULL);
+		recon_buf_addf(&b, "%u\n", p->count);
+		add_labels(&b, recon_partition_labels(p, labels, sizeof(labels)));
+	}
 	rc = write_atomic(path, &b, err);
 out:
 	free(m);

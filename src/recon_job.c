@@ -1635,6 +1635,8 @@ out_defaults:
 	return rc;
 }
 
+/* one key a line (a 21st key makes clang-format pack them) */
+/* clang-format off */
 static const char *const job_keys[] = {"job",
 				       "description",
 				       "timezone",
@@ -1655,7 +1657,32 @@ static const char *const job_keys[] = {"job",
 				       "lock_wait",
 				       "t1",
 				       "ledger",
+				       "partition",
 				       NULL};
+/* clang-format on */
+
+/* "partition": {"count": N}: the key space splits into N (recon_partition.h). */
+static int get_partition(struct loader *L, json_t *root, struct recon_job *job)
+{
+	static const char *const keys[] = {"count", NULL};
+	json_t *v = json_object_get(root, "partition");
+	int rc = 0;
+
+	if (!v)
+		return 0;
+	push(L, "partition");
+	if (!json_is_object(v) || !json_object_get(v, "count"))
+		rc = lerr(L, "expected an object with 'count'");
+	else if ((rc = check_keys(L, v, keys)) == 0 &&
+		 (rc = get_count(L, v, "count", &job->partition_count)) == 0 &&
+		 (job->partition_count < 1 || job->partition_count > RECON_PARTITION_MAX)) {
+		push(L, "count");
+		rc = lerr(L, "must be between 1 and %d", RECON_PARTITION_MAX);
+		pop(L);
+	}
+	pop(L);
+	return rc;
+}
 
 /* "t1": {"after", "max_days"} and "ledger": {"retention", "settled"} (DESIGN "Days, watermarks and
  * locks"). */
@@ -1851,7 +1878,7 @@ int recon_job_load(struct recon_job **out, const char *path, struct recon_err *e
 	    (rc = get_duration(&L, root, "settle_after", &job->settle_after_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "refund_after", &job->refund_after_ms)) < 0 ||
 	    (rc = get_duration(&L, root, "lock_wait", &job->lock_wait_ms)) < 0 ||
-	    (rc = get_t1_ledger(&L, root, job)) < 0 ||
+	    (rc = get_t1_ledger(&L, root, job)) < 0 || (rc = get_partition(&L, root, job)) < 0 ||
 	    (rc = get_count(&L, root, "max_rejects", &job->max_rejects)) < 0 ||
 	    (rc = get_str(&L, root, "state", &job->state_path)) < 0 ||
 	    (rc = get_str(&L, root, "heartbeat", &job->heartbeat_path)) < 0)

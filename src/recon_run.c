@@ -17,6 +17,7 @@
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_normalize.h"
+#include "recon_partition.h"
 #include "recon_report.h"
 #include "recon_sha256.h"
 #include "recon_state.h"
@@ -96,6 +97,7 @@ struct reader {
 	struct recon_arena scratch; /* strings of the row being normalized */
 	bool window_only;	    /* entries outside [start, end) belong to other windows */
 	uint64_t rows_read, rows_rejected, rows_skipped, lookups, rows_other;
+	uint64_t rows_partition;   /* another key-hash partition's rows: not read, not rejected */
 	atomic_uint_fast64_t seen; /* rows_read, for the progress line of the other thread */
 	atomic_bool *stop;	   /* a side failed: the other stops reading */
 	struct recon_err err;
@@ -154,12 +156,14 @@ static void reader_merge(struct reader *rd, struct rejects *to, struct recon_run
 	sum->rows_skipped += rd->rows_skipped;
 	sum->lookups[rd->which] += rd->lookups;
 	sum->rows_other[rd->which] += rd->rows_other;
+	sum->rows_partition[rd->which] += rd->rows_partition;
 	free(r->v);
 	r->v = NULL;
 	r->n = r->alloc = 0;
 	r->total = 0;
 	recon_arena_release(&r->arena);
 	rd->rows_read = rd->rows_rejected = rd->rows_skipped = rd->lookups = rd->rows_other = 0;
+	rd->rows_partition = 0;
 }
 
 #define PROGRESS_EVERY 65536 /* rows between progress checks */
@@ -239,6 +243,11 @@ static int drain(struct reader *rd, bool lookup, const struct asked_key *asked, 
 			if (rd->progress)
 				progress(rd);
 		}
+		/* another partition's statement line: not worth normalizing */
+		if (!lookup && recon_partition_row_skip(side, raw)) {
+			rd->rows_partition++;
+			continue;
+		}
 		/* the compare copies what it keeps: one scratch block serves every row */
 		recon_arena_reset(&rd->scratch);
 		recon_err_init(&e);
@@ -251,6 +260,10 @@ static int drain(struct reader *rd, bool lookup, const struct asked_key *asked, 
 			continue;
 		if (lookup && row.key && !was_asked(asked, nasked, row.key, row.key_len))
 			continue;
+		if (!lookup && !recon_partition_row_ours(side, raw, rc, &row)) {
+			rd->rows_partition++;
+			continue;
+		}
 		rd->rows_read++;
 		/* an upstream entry belongs to the window holding its time (DESIGN "Entries
 		   belong to windows"): one read through the margins is another window's */
@@ -422,6 +435,11 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		if (bu && bl)
 			recon_compare_balance(up->cmp, 50 - 80 * ((int64_t)bu - (int64_t)bl) /
 								(int64_t)(bu + bl));
+		/* a partition keeps about 1/N of the rows: sized for all, memory is not bounded */
+		if (up->side->part.count > 1) {
+			nu /= up->side->part.count;
+			nl /= up->side->part.count;
+		}
 		recon_compare_reserve(up->cmp, nu > nl ? nu : nl, nu);
 	}
 	local->progress = !ctx->quiet && isatty(STDERR_FILENO);
@@ -919,7 +937,8 @@ record:
 		if ((rc = recon_state_success(st, job->name, recon_mode_name(ctx->mode), until,
 					      sum->run_id, ctx->now, sum->duration_ms, err)) < 0 ||
 		    (job->heartbeat_path &&
-		     (rc = recon_heartbeat_write(st, job->name, job->heartbeat_path, err)) < 0)) {
+		     (rc = recon_heartbeat_write_partition(st, job->name, &job->upstream.part,
+							   job->heartbeat_path, err)) < 0)) {
 			struct recon_err e3;
 			sum->success = false;
 			note_error(sum, err);

@@ -322,6 +322,8 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	else
 		recon_buf_addf(&sql, " WHERE `%s` >= ? AND `%s` < ?", side->cols[RECON_COL_TIME],
 			       side->cols[RECON_COL_TIME]);
+	/* this partition's keys only (recon_partition.h) */
+	recon_partition_sql(side, RECON_PARTITION_SQL_MYSQL, &sql);
 	if ((rc = prepare(s, &s->scan, sql.s, err)) < 0)
 		goto out;
 	if (!(meta = mysql_stmt_result_metadata(s->scan))) {

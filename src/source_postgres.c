@@ -403,6 +403,8 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	else
 		recon_buf_addf(&sql, " WHERE \"%s\" >= $1 AND \"%s\" < $2",
 			       side->cols[RECON_COL_TIME], side->cols[RECON_COL_TIME]);
+	/* this partition's keys only (recon_partition.h) */
+	recon_partition_sql(side, RECON_PARTITION_SQL_POSTGRES, &sql);
 	if ((rc = prepare(s, "recon_scan", sql.s, 2, &desc, err)) < 0)
 		goto out;
 	for (int c = 0; c < RECON_COL__COUNT; c++)
