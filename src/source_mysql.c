@@ -279,6 +279,10 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		s->secret = recon_xstrdup(d.password);
 	if (d.connect_timeout)
 		timeout = d.connect_timeout;
+	if (side->idle_timeout_ms > 0) /* the side's idle_timeout, as for every source */
+		rd_timeout = side->idle_timeout_ms >= (int64_t)86400 * 1000
+				 ? 86400
+				 : (unsigned)((side->idle_timeout_ms + 999) / 1000);
 	if (d.read_timeout)
 		rd_timeout = d.read_timeout;
 	if (d.write_timeout)

@@ -159,12 +159,38 @@ static void build_select(struct pg_source *s, struct recon_buf *sql)
 	recon_source_sql_select(s->side, '"', sql, s->colidx);
 }
 
+/*
+ * What PQexec() would return for the query just sent (sent: the PQsend*()
+ * call's answer): the last result, or the first error; each wait bounded by
+ * get_result(). NULL when sending failed or the time ran out.
+ */
+static PGresult *last_result(struct pg_source *s, int sent)
+{
+	PGresult *last = NULL, *r;
+
+	if (!sent)
+		return NULL;
+	while ((r = get_result(s)) != NULL) {
+		if (last && PQresultStatus(last) == PGRES_FATAL_ERROR) {
+			PQclear(r); /* the first error stands */
+			continue;
+		}
+		PQclear(last);
+		last = r;
+	}
+	if (s->timed_out) {
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
 /* Prepares `name`; the statement's description in *desc (caller PQclear()s). */
 static int prepare(struct pg_source *s, const char *name, const char *sql, int nparams,
 		   PGresult **desc, struct recon_err *err)
 {
 	char what[128];
-	PGresult *res = PQprepare(s->conn, name, sql, nparams, NULL);
+	PGresult *res = last_result(s, PQsendPrepare(s->conn, name, sql, nparams, NULL));
 	int rc = 0;
 
 	snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
@@ -173,7 +199,7 @@ static int prepare(struct pg_source *s, const char *name, const char *sql, int n
 		goto out;
 	}
 	PQclear(res);
-	res = PQdescribePrepared(s->conn, name);
+	res = last_result(s, PQsendDescribePrepared(s->conn, name));
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		rc = fail_res(s, err, what, res);
 		goto out;
@@ -281,7 +307,7 @@ static void scan_close(struct pg_source *s)
 			PQclear(r);
 	s->fetching = false;
 	if (s->cursor && !s->timed_out)
-		PQclear(PQexec(s->conn, "CLOSE recon_scan_cur"));
+		PQclear(last_result(s, PQsendQuery(s->conn, "CLOSE recon_scan_cur")));
 	s->cursor = false;
 }
 
@@ -389,8 +415,9 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 		goto out;
 	}
 	/* session settings the value parsing relies on, then one read-only snapshot */
-	res = PQexec(s->conn, "SET TIME ZONE 'UTC'; SET DateStyle = 'ISO, YMD'; "
-			      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	res = last_result(s, PQsendQuery(s->conn, "SET TIME ZONE 'UTC'; SET DateStyle = 'ISO, "
+						  "YMD'; BEGIN ISOLATION LEVEL REPEATABLE READ "
+						  "READ ONLY"));
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		rc = fail_res(s, err, "cannot start a read-only transaction", res);
 		goto out;
@@ -448,7 +475,7 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	recon_buf_reset(&sql);
 	recon_buf_addf(&sql, "DECLARE recon_scan_cur NO SCROLL CURSOR FOR %s", scan_sql);
 	PQclear(res); /* the BEGIN's */
-	res = PQexecParams(s->conn, sql.s, 2, scan_types, bind, NULL, NULL, 0);
+	res = last_result(s, PQsendQueryParams(s->conn, sql.s, 2, scan_types, bind, NULL, NULL, 0));
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		char what[128];
 		snprintf(what, sizeof(what), "cannot read table '%s'", side->table);
