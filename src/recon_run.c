@@ -677,6 +677,26 @@ static int ledger_in(const struct recon_ctx *ctx, struct recon_state *st,
 	return recon_state_ledger_load(st, ctx->job->name, mode, win->start, &sink, err);
 }
 
+/*
+ * The inputs' provenance (SHA-256 of the files read whole), then the readers
+ * end: their snapshot (a READ ONLY transaction) and connections are not held
+ * through the action phase. Idempotent.
+ */
+static void end_reads(struct recon_source **up, struct recon_source **local, char *up_sha,
+		      char *local_sha, bool have_sha[2])
+{
+	if (*up) {
+		have_sha[0] = recon_source_csv_sha256(*up, up_sha) == 0;
+		recon_source_close(*up);
+		*up = NULL;
+	}
+	if (*local) {
+		have_sha[1] = recon_source_csv_sha256(*local, local_sha) == 0;
+		recon_source_close(*local);
+		*local = NULL;
+	}
+}
+
 /* The JSON lines of a list of differences. */
 static char **render_lines(const struct recon_job *job, const struct recon_diff *d, size_t n,
 			   const char *up_name, const char *local_name)
@@ -710,6 +730,7 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	bool readers_live = false;
 	atomic_bool stop;
 	char date[16], config_sha[65], up_sha[65], local_sha[65];
+	bool have_sha[2] = {false, false};
 	bool rejects_stored = false, statement = false;
 	const struct recon_diff *diffs, *pend;
 	char **json = NULL, **pjson = NULL;
@@ -858,6 +879,7 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	sum->settled = ic.settled;
 	phase_mark(&ph, "record");
 	/* differences are committed: now act on them, each action idempotent */
+	end_reads(&up, &local, up_sha, local_sha, have_sha);
 	if ((rc = recon_actions_run(job, st, &rec, ctx->dry_run, &sum->actions, err)) < 0)
 		goto fail;
 	phase_mark(&ph, "actions");
@@ -886,8 +908,9 @@ fail:
 	res.finished_at = ctx->now + sum->duration_ms;
 record:
 	/* provenance: the inputs' SHA-256 as read (files read whole only) */
-	res.upstream_sha256 = recon_source_csv_sha256(up, up_sha) == 0 ? up_sha : NULL;
-	res.local_sha256 = recon_source_csv_sha256(local, local_sha) == 0 ? local_sha : NULL;
+	end_reads(&up, &local, up_sha, local_sha, have_sha);
+	res.upstream_sha256 = have_sha[0] ? up_sha : NULL;
+	res.local_sha256 = have_sha[1] ? local_sha : NULL;
 	res.rows_upstream = sum->rows_read[0];
 	res.rows_local = sum->rows_read[1];
 	res.rows_rejected = sum->rows_rejected[0] + sum->rows_rejected[1];
