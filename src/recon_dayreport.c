@@ -18,6 +18,7 @@
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_money.h"
+#include "recon_normalize.h"
 #include "recon_state.h"
 #include "recon_time.h"
 
@@ -146,6 +147,19 @@ static void col_copy(sqlite3_stmt *q, int i, char *buf, size_t size)
 	snprintf(buf, size, "%s", s ? s : "");
 }
 
+/*
+ * A key column in its display form (recon_key_display: a composite key's parts
+ * joined by '|', as tickets and `recon diff` show it). Caller frees.
+ */
+static char *display_key(sqlite3_stmt *q, int i)
+{
+	const char *k = (const char *)sqlite3_column_text(q, i);
+	size_t len = (size_t)sqlite3_column_bytes(q, i);
+	size_t size = recon_st_add(recon_st_mult(len, 2), 1);
+
+	return recon_key_display(k ? k : "", k ? len : 0, recon_xmalloc(size), size);
+}
+
 /* A business date column as a day number; `dflt` when NULL or not a date. */
 static int64_t col_day(sqlite3_stmt *q, int i, int64_t dflt)
 {
@@ -258,12 +272,17 @@ out:
  * or after the range's first day began (a run of day d finishes after d
  * began, so this is a superset). The same key's ticket comes along.
  */
+/* The ticket join below spells RECON_KEY_SEP as char(31). */
+_Static_assert(RECON_KEY_SEP == '\x1f', "item_sql's char(31) is RECON_KEY_SEP");
+
 static const char item_sql[] =
     "SELECT i.id, i.key, i.class, i.severity, i.amount_minor, i.currency, i.opened_at_ms, "
     "ro.business_date, re.business_date, i.json, t.status, i.state, i.ended_at_ms "
     "FROM items i LEFT JOIN runs ro ON ro.id = i.opened_run "
     "LEFT JOIN runs re ON re.id = i.ended_run "
-    "LEFT JOIN tickets t ON t.job = i.job AND t.key = i.key AND t.class = i.class "
+    "LEFT JOIN tickets t ON t.job = i.job AND t.class = i.class AND t.key = CASE WHEN "
+    "instr(i.key, char(31)) THEN replace(replace(replace(i.key, '\\', '\\\\'), '|', '\\|'), "
+    "char(31), '|') ELSE i.key END "
     "WHERE i.job = ?1 AND i.mode = ?2 AND (i.state = 'open' OR i.ended_at_ms >= ?3)";
 
 /* Adds an item open over days [a, b) to the series (difference arrays in found/open). */
@@ -335,7 +354,7 @@ static int load_items(struct recon_dayreport *r, sqlite3 *db, struct recon_err *
 		series_add(r, &it, ended, d_open, d_info, d_stake, &stake_over);
 		if (it.opened_day > r->to || ended <= r->to)
 			continue; /* not open at the end of the report's day */
-		it.key = col_dup(q, 1);
+		it.key = display_key(q, 1);
 		it.json = col_dup(q, 9);
 		it.ticket = col_dup(q, 10);
 		recon_grow((void **)&r->items, &alloc, r->nitems + 1, sizeof(*r->items));

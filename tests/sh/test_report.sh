@@ -111,4 +111,18 @@ expect_exit 0 "rerun of 03-03" "$RECON" rerun --job "$JOB" --from 2024-03-03 --t
 check "run's summary: one line of money at stake" grep -q "^at stake   amount_mismatch 10.50 CNY, amount_mismatch 5.00 USD, extra 1000.00 CNY, status_mismatch 7.25 USD; total 1010.50 CNY, 12.25 USD$" "$WORK/out"
 expect_exit 0 "a dry run" "$RECON" rerun --job "$JOB" --from 2024-03-03 --to 2024-03-03 --dry-run --json
 check "a dry run records no items: no money keys" test "$(jq -c 'has("at_stake")' "$WORK/out")" = false
+
+# ---- a composite key: shown and matched to its ticket in its display form -------------
+setup_example
+jq '.upstream.columns.key = ["out_trade_no", "currency"] | .local.columns.key = ["out_trade_no", "currency"]' \
+	"$JOB" > "$JOB.new" && mv "$JOB.new" "$JOB"
+sqlite3 "$WORK/ex/flow.db" "DELETE FROM payment_flow; INSERT INTO payment_flow (out_trade_no, amount_cents,
+  currency, status, created_at) VALUES ('A|1', 9000, 'CNY', 'PAID', '2024-03-01 09:59:50')"
+rm -f "$WORK/ex/statements/"*.csv
+printf '%s\n%s\n' "trade_time,transaction_id,out_trade_no,entry_type,amount,refund_id,currency" \
+	"2024-03-01 10:00:00,T-A1,A|1,PAYMENT,100.00,,CNY" > "$WORK/ex/statements/2024-03-01.csv"
+RECON_NOW=2024-03-02T02:30:00Z "$RECON" run --job "$JOB" --date 2024-03-01 --quiet > /dev/null 2>&1
+expect_exit 0 "report --format csv of a composite key" "$RECON" report --job "$JOB" --format csv
+check "the key as tickets and diff show it, with its open ticket" \
+	test "$(tail -n 1 "$WORK/out" | cut -d, -f3,4,21)" = 'A\|1|CNY,amount_mismatch,open'
 finish
