@@ -324,7 +324,8 @@ void recon_partition_sql(const struct recon_side *side, enum recon_partition_dia
 	const struct recon_partition *p = &side->part;
 	const bool pg = d == RECON_PARTITION_SQL_POSTGRES;
 
-	if (p->count <= 1)
+	/* a {"first_of": [...]} key is an expression: its rows are filtered in C only */
+	if (p->count <= 1 || side->key_first_of)
 		return;
 	/* hash % N = I, with the hash the first 8 hex digits of md5() as a number */
 	if (pg) {
