@@ -14,6 +14,7 @@
 #include "recon_cmd.h"
 #include "recon_compare.h"
 #include "recon_dayreport.h"
+#include "recon_heartbeat.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_partition.h"
@@ -420,6 +421,27 @@ struct plan {
 };
 
 /* Runs the plan against the job's state store (a partition's, when it is one). */
+/*
+ * A heartbeat the last run could not write (a full disk after its watermark
+ * moved) is written again by the next invocation, before anything else, so
+ * monitoring never trusts a stale file for longer than one tick.
+ */
+static void refresh_heartbeat(const struct recon_ctx *ctx, struct recon_state *st)
+{
+	const struct recon_job *job = ctx->job;
+	struct recon_err e;
+	int64_t wm;
+
+	recon_err_init(&e);
+	if (!job->heartbeat_path || ctx->dry_run ||
+	    recon_state_watermark_get(st, job->name, recon_mode_name(ctx->mode), &wm, &e) < 0)
+		return; /* nothing reconciled yet: no heartbeat to stand for it */
+	if (recon_heartbeat_write_partition(st, job->name, &job->upstream.part, job->heartbeat_path,
+					    &e) < 0)
+		recon_log(RECON_LOG_WARN, "cannot write the heartbeat '%s': %s", job->heartbeat_path,
+			  e.msg);
+}
+
 static int run_store(struct recon_ctx *ctx, const struct plan *plan)
 {
 	const struct recon_job *job = ctx->job;
@@ -444,6 +466,7 @@ static int run_store(struct recon_ctx *ctx, const struct plan *plan)
 		code = fail(&err);
 		goto out;
 	}
+	refresh_heartbeat(ctx, st);
 	if (ctx->mode == RECON_MODE_HOT) {
 		code = run_hot(ctx, st, json, &err);
 		goto out;

@@ -136,6 +136,11 @@ check "not the closed one" sh -c "! grep -q '^K-L ' '$WORK/out'"
 expect_exit 0 "tickets --all" "$RECON" tickets --job "$JOB" --all --format csv
 check "--all lists every ticket" test "$(($(wc -l < "$WORK/out") - 1))" = 3
 
+# ---- a heartbeat the last run could not write is written by the next invocation --
+rm -f "$E/state/recon.prom"
+expect_exit 0 "an invocation with nothing to run" "$RECON" run --job "$JOB"
+check "rewrites the missing heartbeat" test -s "$E/state/recon.prom"
+
 # ---- recon check never reads a future watermark as "0 s behind" ---------------
 sql "UPDATE watermarks SET reconciled_until_ms = $(date -u -d 2030-01-01 +%s000) WHERE mode = 't1'"
 expect_exit 2 "check: a watermark in the future is critical" "$RECON" check --job "$JOB" --max-age 30d
