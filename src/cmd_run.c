@@ -438,8 +438,8 @@ static void refresh_heartbeat(const struct recon_ctx *ctx, struct recon_state *s
 		return; /* nothing reconciled yet: no heartbeat to stand for it */
 	if (recon_heartbeat_write_partition(st, job->name, &job->upstream.part, job->heartbeat_path,
 					    &e) < 0)
-		recon_log(RECON_LOG_WARN, "cannot write the heartbeat '%s': %s", job->heartbeat_path,
-			  e.msg);
+		recon_log(RECON_LOG_WARN, "cannot write the heartbeat '%s': %s",
+			  job->heartbeat_path, e.msg);
 }
 
 static int run_store(struct recon_ctx *ctx, const struct plan *plan)
