@@ -168,7 +168,12 @@ static void add_side(struct recon_buf *b, const struct recon_side_view *v, const
 	recon_buf_adds(b, "\",\"time\":\"");
 	recon_buf_adds(b, when);
 	recon_buf_adds(b, "\",\"origin\":\"");
-	/* "<name>:<line>" for a file row, "<name>:<key>" for a database row */
+	/*
+	 * "<name>:<line>" for a file row, "<name>:<key>" for a database row, and
+	 * "ledger:<key>" for an upstream known only from earlier days' entries
+	 */
+	if (upstream && v->carried && !v->line)
+		name = "ledger";
 	add_esc(b, name, strlen(name));
 	recon_buf_addc(b, ':');
 	if (v->line && !v->looked_up)
