@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -175,7 +176,8 @@ static int write_atomic(const char *path, const struct recon_buf *b, struct reco
 	recon_buf_init(&tmp);
 	recon_buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
 	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
+	/* node_exporter reads it as another user; the units' UMask=0077 is for the state */
+	if (fd < 0 || fchmod(fd, 0644) < 0) {
 		rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s", tmp.s,
 				   strerror(errno));
 		goto out;
