@@ -8,11 +8,12 @@
 
 #include <stdbool.h>
 
-int recon_cmd_run(int argc, char **argv);     /* run, rerun */
-int recon_cmd_diff(int argc, char **argv);    /* diff */
-int recon_cmd_status(int argc, char **argv);  /* status */
-int recon_cmd_check(int argc, char **argv);   /* check: monitoring-plugin exit codes */
-int recon_cmd_tickets(int argc, char **argv); /* tickets */
+int recon_cmd_run(int argc, char **argv);      /* run, rerun */
+int recon_cmd_diff(int argc, char **argv);     /* diff */
+int recon_cmd_status(int argc, char **argv);   /* status */
+int recon_cmd_check(int argc, char **argv);    /* check: monitoring-plugin exit codes */
+int recon_cmd_tickets(int argc, char **argv);  /* tickets */
+int recon_cmd_validate(int argc, char **argv); /* validate: preflight, records nothing */
 
 /* A tiny option parser shared by the commands (POSIX has no getopt_long). */
 struct recon_opt {

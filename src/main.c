@@ -21,6 +21,7 @@ static const char usage[] =
     "  status   show watermarks, last runs and open differences\n"
     "  check    monitoring-plugin check of the watermark and last success\n"
     "  tickets  list the tickets runs opened\n"
+    "  validate check a job before it runs (files, connections, grants, paths)\n"
     "\n"
     "Every command takes --job FILE, --quiet and --help.\n";
 
@@ -30,8 +31,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"run", recon_cmd_run},	  {"rerun", recon_cmd_run},   {"diff", recon_cmd_diff},
-    {"status", recon_cmd_status}, {"check", recon_cmd_check}, {"tickets", recon_cmd_tickets},
+    {"run", recon_cmd_run},	      {"rerun", recon_cmd_run},	  {"diff", recon_cmd_diff},
+    {"status", recon_cmd_status},     {"check", recon_cmd_check}, {"tickets", recon_cmd_tickets},
+    {"validate", recon_cmd_validate},
 };
 
 int main(int argc, char **argv)
