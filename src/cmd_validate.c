@@ -418,7 +418,9 @@ int recon_cmd_validate(int argc, char **argv)
 	char buf[512];
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
+	if (recon_opt_parse(argc, argv, opts, &help) < 0)
+		return 64; /* it said what was wrong, in one line */
+	if (!help && !job_path) {
 		fputs(validate_usage, stderr);
 		return 64;
 	}
