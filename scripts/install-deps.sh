@@ -11,7 +11,7 @@ pkgs="build-essential cmake pkg-config tzdata sqlite3 libsqlite3-dev libcsv-dev 
 libpq-dev default-libmysqlclient-dev libcmocka-dev zlib1g-dev"
 if [ "${1:-}" = "--test" ]; then
 	pkgs="$pkgs postgresql mariadb-server mariadb-client prometheus prometheus-node-exporter curl \
-systemd clang clang-format libclang-rt-14-dev iproute2 procps jq"
+systemd groff-base man-db clang clang-format libclang-rt-14-dev iproute2 procps jq"
 fi
 
 missing=""

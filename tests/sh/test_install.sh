@@ -19,6 +19,13 @@ for f in bin/recon share/recon/formats/wechatpay-trade-bill.json \
 	share/doc/recon/examples/recon.crontab lib/sysusers.d/recon.conf lib/tmpfiles.d/recon.conf; do
 	check "installed $f" test -s "$P/$f"
 done
+for m in share/man/man1/recon.1 share/man/man5/recon-job.5; do
+	check "installed $m" test -s "$P/$m"
+	if command -v groff > /dev/null 2>&1; then
+		check "$m renders without warnings (groff -ww)" \
+			sh -c "groff -ww -z -man -Tutf8 '$P/$m' 2>&1 | { ! grep -q .; }"
+	fi
+done
 for u in recon-hot@.service recon-hot@.timer recon-t1@.service recon-t1@.timer; do
 	check "installed unit $u" test -s "$P/lib/systemd/system/$u"
 done
