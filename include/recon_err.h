@@ -39,6 +39,8 @@
 #define RECON_EUSAGE	(-7) /* bad command line: exit 64 */
 #define RECON_EVALUE	(-8) /* one value failed to parse (money, time, status): becomes a reject */
 #define RECON_ENOTFOUND (-9) /* the thing looked up does not exist (state queries) */
+/* (-10) is RECON_ERETRY, recon_action.h's */
+#define RECON_EPERM (-11) /* a database refused for want of a grant: exit 77 */
 
 struct recon_err {
 	int code;	 /* 0 or RECON_E*; first error wins */

@@ -131,6 +131,8 @@ static int fail_res(struct pg_writer *w, struct recon_err *err, const char *what
 	} else if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
 			     !strcmp(state, "55P03"))) {
 		code = RECON_ERETRY;
+	} else if (state && !strcmp(state, "42501")) {
+		code = RECON_EPERM; /* insufficient_privilege: a grant is missing */
 	}
 	return fail(w, err, code, what, res_msg(w, res));
 }

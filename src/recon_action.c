@@ -159,6 +159,7 @@ struct actx {
 	struct recon_retry_policy retry;
 	struct recon_action_counts *counts;
 	struct recon_err first; /* the first failure */
+	bool denied;		/* the writer lacks a grant: the other writes are skipped */
 };
 
 /* What one attempt of a writer action needs. */
@@ -232,6 +233,20 @@ static void note(struct actx *a, const char *key, const char *klass, enum recon_
 		a->first = *e;
 }
 
+/*
+ * The writer lacks a grant: every later writer action of the run is skipped,
+ * and the run fails with exit 77 and this one message (not one line per key).
+ */
+static void denied(struct actx *a, struct recon_err *e)
+{
+	size_t n = strlen(e->msg);
+
+	a->denied = true;
+	snprintf(e->msg + n, sizeof(e->msg) - n, "%s",
+		 " (a grant is missing: the run's other writes were skipped; recon validate "
+		 "lists the grants)");
+}
+
 /* A writer action: skipped without a writer, "would" on a dry run, else retried. */
 static void writer_action(struct actx *a, struct attempt *t)
 {
@@ -241,6 +256,10 @@ static void writer_action(struct actx *a, struct attempt *t)
 	recon_err_init(&e);
 	if (a->dry_run) {
 		note(a, t->key, t->klass, t->kind, RECON_OUT_WOULD, 0, NULL);
+		return;
+	}
+	if (a->denied) {
+		note(a, t->key, t->klass, t->kind, RECON_OUT_SKIPPED, 0, NULL);
 		return;
 	}
 	rc = writer(a, &e);
@@ -253,6 +272,11 @@ static void writer_action(struct actx *a, struct attempt *t)
 		return;
 	}
 	rc = recon_retry(&a->retry, attempt_once, t, &attempts, &e);
+	if (rc == RECON_EPERM) {
+		denied(a, &e);
+		note(a, t->key, t->klass, t->kind, RECON_OUT_FAILED, attempts, &e);
+		return;
+	}
 	if (rc < 0) {
 		char buf[512];
 		recon_log(RECON_LOG_ERROR, "%s of '%s' failed: %s", recon_action_name(t->kind),
@@ -283,9 +307,15 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 		return;
 	}
 	/* and in the merchant's recon_ticket table when there is a writer database */
+	if (a->denied) {
+		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_SKIPPED, 0, NULL);
+		return;
+	}
 	rc = writer(a, &e);
 	if (rc == 0) {
 		rc = recon_retry(&a->retry, attempt_once, &t, &attempts, &e);
+		if (rc == RECON_EPERM)
+			denied(a, &e);
 		if (rc < 0) {
 			note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, attempts, &e);
 			return;

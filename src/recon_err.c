@@ -55,6 +55,8 @@ int recon_err_exit_code(int code)
 		return 78;
 	case RECON_EUSAGE:
 		return 64;
+	case RECON_EPERM:
+		return 77;
 	default:
 		return 1;
 	}

@@ -2,7 +2,8 @@
 # recon validate: one line per check, exit 0 or the first failure's code, and
 # nothing recorded (no state store created). With the throwaway PostgreSQL
 # (RECON_TEST_PG_DSN, from scripts/test.sh): a SELECT-only reader passes, a
-# writer without USAGE on the merchant tables' sequences fails with 77.
+# writer without USAGE on the merchant tables' sequences fails with 77, and a
+# run with that writer exits 77 with one line, not a line per key.
 . "$(dirname "$0")/lib.sh"
 setup_example
 E=$WORK/ex
@@ -73,6 +74,19 @@ SQL
 	check "the missing sequence grant is named" \
 		grep -q "^FAIL writer .*table 'payment_flow': needs USAGE on sequence recon_validate.payment_flow_id_seq" "$WORK/out"
 	check "the password never appears" sh -c "! grep -q 'v-writer-pw' '$WORK/out'"
+	# the same writer in a run: exit 77, one line, not one per key
+	PGOPTIONS='-c search_path=recon_validate' psql -X -q -v ON_ERROR_STOP=1 "$RECON_TEST_PG_DSN" \
+		-f "$E/flow.sql" > /dev/null
+	sed -e 's#"kind": "sqlite",#"kind": "postgres", "dsn_env": "RECON_V_READER",#' \
+		-e 's#"path": "flow.db",##' \
+		-e 's#"state": "state/recon.db",#"actions": {"writer_dsn_env": "RECON_V_WRITER"}, "state": "state/run.db",#' \
+		"$JOB" > "$E/pgrun.json"
+	expect_exit 77 "a run whose writer lacks a grant exits 77" \
+		"$RECON" run --job "$E/pgrun.json" --date 2024-01-16 --quiet
+	check "with one line saying so" test "$(grep -c 'permission denied' "$WORK/err")" = 1
+	check "which says the other writes were skipped" grep -q "other writes were skipped" "$WORK/err"
+	check "naming the grant's object" grep -q 'payment_flow_id_seq' "$WORK/err"
+	check "and no line per key" sh -c "! grep -q 'failed:' '$WORK/err'"
 	psql -X -q -v ON_ERROR_STOP=1 "$RECON_TEST_PG_DSN" > /dev/null << 'SQL'
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA recon_validate TO recon_v_writer;
 SQL
