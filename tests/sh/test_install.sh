@@ -15,6 +15,7 @@ for f in bin/recon share/recon/formats/wechatpay-trade-bill.json \
 	share/recon/formats/alipay-trade-bill.json share/recon/formats/stripe-itemized.json \
 	share/recon/sql/postgres/merchant.sql share/recon/sql/mysql/payment_flow.sql \
 	share/recon/sql/sqlite/merchant.sql share/recon/prometheus/recon.rules.yml \
+	share/recon/grafana/recon.dashboard.json share/bash-completion/completions/recon \
 	share/doc/recon/examples/basic/job.json share/doc/recon/examples/etc/example_payments.json \
 	share/doc/recon/examples/recon.crontab lib/sysusers.d/recon.conf lib/tmpfiles.d/recon.conf; do
 	check "installed $f" test -s "$P/$f"
@@ -29,6 +30,9 @@ done
 for u in recon-hot@.service recon-hot@.timer recon-t1@.service recon-t1@.timer; do
 	check "installed unit $u" test -s "$P/lib/systemd/system/$u"
 done
+
+check "the bash completion parses" bash -n "$P/share/bash-completion/completions/recon"
+check "the completion offers validate" bash -c ". '$P/share/bash-completion/completions/recon'; COMP_WORDS=(recon va); COMP_CWORD=1; _recon; [ \"\${COMPREPLY[*]}\" = validate ]"
 
 # a job naming a profile, outside the source tree
 J=$WORK/job
