@@ -7,16 +7,18 @@
 #define RECON_CMD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
-int recon_cmd_run(int argc, char **argv);     /* run, rerun */
-int recon_cmd_diff(int argc, char **argv);    /* diff */
-int recon_cmd_status(int argc, char **argv);  /* status */
-int recon_cmd_check(int argc, char **argv);   /* check: monitoring-plugin exit codes */
-int recon_cmd_tickets(int argc, char **argv); /* tickets, tickets close */
-int recon_cmd_rejects(int argc, char **argv); /* rejects */
-int recon_cmd_report(int argc, char **argv);  /* report: the daily report */
+int recon_cmd_run(int argc, char **argv);      /* run, rerun */
+int recon_cmd_diff(int argc, char **argv);     /* diff */
+int recon_cmd_status(int argc, char **argv);   /* status */
+int recon_cmd_check(int argc, char **argv);    /* check: monitoring-plugin exit codes */
+int recon_cmd_tickets(int argc, char **argv);  /* tickets, tickets close */
+int recon_cmd_rejects(int argc, char **argv);  /* rejects */
+int recon_cmd_report(int argc, char **argv);   /* report: the daily report */
+int recon_cmd_validate(int argc, char **argv); /* validate: preflight, records nothing */
 
-/* A tiny option parser shared by the commands (POSIX has no getopt_long). */
+/* The commands' option parser (getopt_long underneath). */
 struct recon_opt {
 	const char *name; /* "job" for --job */
 	bool takes_value;
@@ -25,10 +27,16 @@ struct recon_opt {
 };
 
 /*
- * Parses argv[1..] against opts (NULL-named terminator). --name VALUE and
- * --name=VALUE both work; --help sets *help. Unknown options and stray
- * arguments print a message naming them and return -1.
+ * Parses argv[1..] against opts (NULL-named terminator). --name VALUE,
+ * --name=VALUE and the shared short forms (-j job, -d date, -m mode, -q quiet,
+ * -v verbose) work, options and arguments in any order, `--` ends the
+ * options; -h/--help sets *help. An unknown option prints one line naming it
+ * and the nearest valid option, then "try 'recon CMD --help'"; stray
+ * arguments and missing values print one line too. Returns 0 or -1.
  */
 int recon_opt_parse(int argc, char **argv, const struct recon_opt *opts, bool *help);
+
+/* Edit distance between two words of at most 64 bytes ((size_t)-1 beyond). */
+size_t recon_opt_distance(const char *a, const char *b);
 
 #endif

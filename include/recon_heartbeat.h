@@ -3,10 +3,14 @@
  * (node_exporter textfile collector convention).
  *
  * The file describes every mode of the job (hot and t1 share it), built from
- * the state store, and is replaced atomically: written to a temporary file in
- * the same folder, fsync'd, then renamed over the old one, so a scraper never
- * reads half a file. Values derived from integer milliseconds are printed
- * with integer arithmetic (no floating point).
+ * the state store. Every series is labelled recon_job (a scrape renames a
+ * `job` label) and mode. Differences are counters over successful non-dry
+ * runs (they only grow) and gauges of the items still open, so alerts never
+ * depend on the last window. The file is replaced atomically: written to a
+ * temporary file in the same folder (mode 0644: node_exporter reads it),
+ * fsync'd, then renamed over the old one, so a scraper never reads half a
+ * file. Values derived from integer milliseconds are printed with integer
+ * arithmetic (no floating point).
  */
 #ifndef RECON_HEARTBEAT_H
 #define RECON_HEARTBEAT_H

@@ -270,6 +270,13 @@ RECON_MUSTCHECK int recon_job_load(struct recon_job **out, const char *path, str
 void recon_job_free(struct recon_job *job);
 
 /*
+ * The data folder (format profiles, SQL, examples): PREFIX/share/recon beside
+ * the running binary when it exists, else the compiled-in one. Writes a
+ * NUL-terminated path into buf (truncated to size).
+ */
+void recon_job_datadir(char *buf, size_t size);
+
+/*
  * Expands {date} (YYYY-MM-DD) and {yyyymmdd} in a side's path for business
  * day `day`. Caller frees the result with free().
  */

@@ -2,15 +2,17 @@
 # Installs the Debian 12 packages recon needs. Idempotent: packages already
 # installed are left alone, and apt is not touched at all when nothing is missing.
 #   scripts/install-deps.sh          build + run (the quick start)
-#   scripts/install-deps.sh --test   also what the tests need (database servers, promtool)
+#   scripts/install-deps.sh --test   also what the tests need (database servers, Prometheus and
+#                                    node_exporter, systemd-analyze)
 # Works as root, or through sudo for a normal user.
 set -eu
 
 pkgs="build-essential cmake pkg-config tzdata sqlite3 libsqlite3-dev libcsv-dev libjansson-dev \
 libpq-dev default-libmysqlclient-dev libcmocka-dev zlib1g-dev"
 if [ "${1:-}" = "--test" ]; then
-	pkgs="$pkgs postgresql mariadb-server mariadb-client prometheus clang clang-format \
-libclang-rt-14-dev iproute2 procps jq python3 chromium tidy python3-yaml time"
+	pkgs="$pkgs postgresql mariadb-server mariadb-client prometheus prometheus-node-exporter curl \
+systemd groff-base man-db clang clang-format libclang-rt-14-dev iproute2 procps jq python3 chromium \
+tidy python3-yaml time"
 fi
 
 missing=""
@@ -36,5 +38,5 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
 # The test servers are throwaway instances started by tests/db/servers.sh;
 # stop any system instance the packages may have started (containers usually don't).
 if [ "${1:-}" = "--test" ]; then
-	$SUDO systemctl stop postgresql mariadb prometheus >/dev/null 2>&1 || true
+	$SUDO systemctl stop postgresql mariadb prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi

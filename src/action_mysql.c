@@ -65,15 +65,19 @@ typedef bool my_bool;
 #define STMT_CACHE	  32
 
 /* Server and client error numbers (mysqld_error.h, errmsg.h). */
-#define ER_SERVER_SHUTDOWN	      1053
-#define ER_LOCK_WAIT_TIMEOUT	      1205
-#define ER_LOCK_DEADLOCK	      1213
-#define ER_NEED_REPREPARE	      1615
-#define ER_CONNECTION_KILLED	      1927 /* MariaDB */
-#define ER_CLIENT_INTERACTION_TIMEOUT 4031 /* MySQL 8 */
-#define CR_SERVER_GONE_ERROR	      2006
-#define CR_SERVER_LOST		      2013
-#define CR_SERVER_LOST_EXTENDED	      2055
+#define ER_DBACCESS_DENIED_ERROR	1044
+#define ER_SERVER_SHUTDOWN		1053
+#define ER_TABLEACCESS_DENIED_ERROR	1142
+#define ER_COLUMNACCESS_DENIED_ERROR	1143
+#define ER_SPECIFIC_ACCESS_DENIED_ERROR 1227
+#define ER_LOCK_WAIT_TIMEOUT		1205
+#define ER_LOCK_DEADLOCK		1213
+#define ER_NEED_REPREPARE		1615
+#define ER_CONNECTION_KILLED		1927 /* MariaDB */
+#define ER_CLIENT_INTERACTION_TIMEOUT	4031 /* MySQL 8 */
+#define CR_SERVER_GONE_ERROR		2006
+#define CR_SERVER_LOST			2013
+#define CR_SERVER_LOST_EXTENDED		2055
 
 enum time_kind {
 	TK_MISSING = 0, /* the column was not found: time_param() fails */

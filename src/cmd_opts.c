@@ -1,51 +1,154 @@
+/*
+ * The commands' option parser: getopt_long (glibc's, beyond POSIX) over a
+ * command's table, with the short options every command shares the meaning
+ * of (-j --job, -d --date, -m --mode, -q --quiet, -v --verbose, -h --help).
+ */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "recon_cmd.h"
+#include "recon_mem.h"
+
+/* The short form of a long option, or 0. */
+static int short_of(const char *name)
+{
+	static const struct {
+		const char *name;
+		char c;
+	} shorts[] = {
+	    {"job", 'j'}, {"date", 'd'}, {"mode", 'm'}, {"quiet", 'q'}, {"verbose", 'v'},
+	};
+
+	for (size_t i = 0; i < sizeof(shorts) / sizeof(shorts[0]); i++)
+		if (!strcmp(shorts[i].name, name))
+			return shorts[i].c;
+	return 0;
+}
+
+size_t recon_opt_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), *row, prev, ret;
+
+	if (la > 64 || lb > 64)
+		return (size_t)-1;
+	row = recon_xcalloc(lb + 1, sizeof(*row));
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cur = row[j], best = prev + (a[i - 1] != b[j - 1]);
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = cur;
+		}
+	}
+	ret = row[lb];
+	free(row);
+	return ret;
+}
+
+/* Says what was wrong in one line, the nearest option when one is close, and where help is. */
+static void unknown(const char *cmd, const char *arg, const struct recon_opt *opts)
+{
+	const char *word = arg, *best = NULL;
+	size_t best_d = 3; /* at most two edits away */
+	char buf[65];
+
+	while (*word == '-')
+		word++;
+	snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(word, "="), word);
+	for (const struct recon_opt *o = opts; o->name; o++) {
+		size_t d = recon_opt_distance(buf, o->name);
+		if (d < best_d) {
+			best_d = d;
+			best = o->name;
+		}
+	}
+	if (best && strlen(buf) > 1)
+		fprintf(stderr, "recon %s: unknown option '%s'; did you mean '--%s'?\n", cmd, arg,
+			best);
+	else
+		fprintf(stderr, "recon %s: unknown option '%s'\n", cmd, arg);
+	fprintf(stderr, "try 'recon %s --help'\n", cmd);
+}
 
 int recon_opt_parse(int argc, char **argv, const struct recon_opt *opts, bool *help)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq;
-		const struct recon_opt *o;
-		size_t n;
+	size_t n = 0, ns = 0;
+	struct option *lo;
+	char *shorts;
+	int c, idx, rc = 0;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	while (opts[n].name)
+		n++;
+	lo = recon_xcalloc(n + 2, sizeof(*lo));
+	shorts = recon_xcalloc(3 * n + 4, 1);
+	shorts[ns++] = ':'; /* a missing value returns ':', not '?' */
+	for (size_t i = 0; i < n; i++) {
+		int s = short_of(opts[i].name);
+		lo[i].name = opts[i].name;
+		lo[i].has_arg = opts[i].takes_value ? required_argument : no_argument;
+		lo[i].val = 256 + (int)i;
+		if (s) {
+			shorts[ns++] = (char)s;
+			if (opts[i].takes_value)
+				shorts[ns++] = ':';
+		}
+	}
+	lo[n].name = "help";
+	lo[n].val = 'h';
+	shorts[ns++] = 'h';
+	optind = 0; /* glibc: a full re-initialisation, one parse per command */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, lo, &idx)) != -1) {
+		const struct recon_opt *o = NULL;
+		if (c == 'h') {
 			*help = true;
 			continue;
 		}
-		if (strncmp(a, "--", 2)) {
-			fprintf(stderr, "recon %s: unexpected argument '%s'\n", argv[0], a);
-			return -1;
-		}
-		a += 2;
-		eq = strchr(a, '=');
-		n = eq ? (size_t)(eq - a) : strlen(a);
-		for (o = opts; o->name; o++)
-			if (strlen(o->name) == n && !strncmp(o->name, a, n))
-				break;
-		if (!o->name) {
-			fprintf(stderr, "recon %s: unknown option '--%.*s'\n", argv[0], (int)n, a);
-			return -1;
-		}
-		if (!o->takes_value) {
-			if (eq) {
+		if (c == '?' || c == ':') {
+			const char *arg = argv[optind - 1];
+			if (c == ':')
+				fprintf(stderr, "recon %s: option '%s' needs a value\n", argv[0],
+					arg);
+			else if (optopt >= 256)
 				fprintf(stderr, "recon %s: option '--%s' takes no value\n", argv[0],
-					o->name);
-				return -1;
+					opts[optopt - 256].name);
+			else if (optopt) {
+				char so[3] = {'-', (char)optopt, '\0'};
+				unknown(argv[0], so, opts);
+			} else {
+				unknown(argv[0], arg, opts);
 			}
-			*o->flag = true;
-			continue;
+			rc = -1;
+			goto out;
 		}
-		if (eq) {
-			*o->value = eq + 1;
-		} else if (i + 1 < argc) {
-			*o->value = argv[++i];
+		if (c >= 256) {
+			o = &opts[c - 256];
 		} else {
-			fprintf(stderr, "recon %s: option '--%s' needs a value\n", argv[0],
-				o->name);
-			return -1;
+			for (size_t i = 0; i < n && !o; i++)
+				if (short_of(opts[i].name) == c)
+					o = &opts[i];
 		}
+		if (o->takes_value)
+			*o->value = optarg;
+		else
+			*o->flag = true;
 	}
-	return 0;
+	if (optind < argc) {
+		fprintf(stderr, "recon %s: unexpected argument '%s'\ntry 'recon %s --help'\n",
+			argv[0], argv[optind], argv[0]);
+		rc = -1;
+	}
+out:
+	free(lo);
+	free(shorts);
+	return rc;
 }

@@ -264,9 +264,17 @@ int recon_cmd_status(int argc, char **argv)
 		return 0;
 	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
-	    recon_partition_select(job, partition, &err) < 0 ||
-	    recon_state_open(&st, job->state_path, false, &err) < 0) {
+	    recon_partition_select(job, partition, &err) < 0) {
 		code = fail(&err);
+		goto out;
+	}
+	if (recon_state_open(&st, job->state_path, false, &err) < 0) {
+		/* a job that never ran is a state, not an error */
+		code = err.code == RECON_ENOTFOUND ? 0 : fail(&err);
+		if (!code)
+			printf(json ? "{\"job\":\"%s\",\"never_run\":true}\n"
+				    : "job '%s' has never run (no state store yet)\n",
+			       job->name);
 		goto out;
 	}
 	db = recon_state_db(st);

@@ -182,6 +182,7 @@ struct actx {
 	   job cannot fill): named once, the later ones are not tried */
 	struct recon_err replay_broken;
 	uint64_t replays_not_tried;
+	bool denied; /* the writer lacks a grant: the other writes are skipped */
 };
 
 /*
@@ -347,6 +348,20 @@ static void replay_broken(struct actx *a, struct recon_err *e)
 	a->replay_broken = h;
 }
 
+/*
+ * The writer lacks a grant: every later writer action of the run is skipped,
+ * and the run fails with exit 77 and this one message (not one line per key).
+ */
+static void denied(struct actx *a, struct recon_err *e)
+{
+	size_t n = strlen(e->msg);
+
+	a->denied = true;
+	snprintf(e->msg + n, sizeof(e->msg) - n, "%s",
+		 " (a grant is missing: the run's other writes were skipped; recon validate "
+		 "lists the grants)");
+}
+
 /* A writer action: skipped without a writer, "would" on a dry run, else retried. */
 static void writer_action(struct actx *a, struct attempt *t)
 {
@@ -356,6 +371,10 @@ static void writer_action(struct actx *a, struct attempt *t)
 	recon_err_init(&e);
 	if (a->dry_run) {
 		note(a, t->key, t->klass, t->kind, RECON_OUT_WOULD, 0, NULL);
+		return;
+	}
+	if (a->denied) {
+		note(a, t->key, t->klass, t->kind, RECON_OUT_SKIPPED, 0, NULL);
 		return;
 	}
 	if (t->kind == RECON_ACT_REPLAY && a->replay_broken.code) {
@@ -375,6 +394,11 @@ static void writer_action(struct actx *a, struct attempt *t)
 		return;
 	}
 	rc = recon_retry(&a->retry, attempt_once, t, &attempts, &e);
+	if (rc == RECON_EPERM) {
+		denied(a, &e);
+		note(a, t->key, t->klass, t->kind, RECON_OUT_FAILED, attempts, &e);
+		return;
+	}
 	if (rc < 0) {
 		char buf[512];
 		if (t->kind == RECON_ACT_REPLAY && (rc == RECON_EPERM || rc == RECON_ECONFIG))
@@ -422,11 +446,17 @@ static void ticket(struct actx *a, const struct recon_diff *d, const char *key, 
 		return;
 	}
 	/* and in the merchant's recon_ticket table when there is a writer database */
+	if (a->denied) {
+		note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_SKIPPED, 0, NULL);
+		return;
+	}
 	if (remote(a))
 		state_flush(a); /* no state transaction across a remote call */
 	rc = writer(a, &e);
 	if (rc == 0) {
 		rc = recon_retry(&a->retry, attempt_once, &t, &attempts, &e);
+		if (rc == RECON_EPERM)
+			denied(a, &e);
 		if (rc < 0) {
 			note(a, key, klass, RECON_ACT_TICKET, RECON_OUT_FAILED, attempts, &e);
 			return;

@@ -3,9 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -44,43 +47,44 @@ static void head(struct recon_buf *b, const char *name, const char *type, const 
 	recon_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* name{recon_job="...",mode="..."[,k="v"...]} : the job is `recon_job` (a scrape renames `job`). */
 static void series(struct recon_buf *b, const char *name, const char *job, const char *mode,
-		   const char *extra_k, const char *extra_v)
+		   const char *extra)
 {
-	recon_buf_addf(b, "%s{job=\"", name);
+	recon_buf_addf(b, "%s{recon_job=\"", name);
 	add_label(b, job);
-	recon_buf_addf(b, "\",mode=\"%s\"", mode);
-	if (extra_k) {
-		recon_buf_addf(b, ",%s=\"", extra_k);
-		add_label(b, extra_v);
-		recon_buf_addc(b, '"');
-	}
-	recon_buf_adds(b, "} ");
+	recon_buf_addf(b, "\",mode=\"%s\"%s%s} ", mode, extra ? "," : "", extra ? extra : "");
 }
 
 struct mode_stats {
 	char mode[8];
 	int64_t last_success, watermark, duration;
 	int64_t rows_total[2];
-	int64_t classes[RECON_CLASS__COUNT];
-	int64_t rejects;
+	int64_t found_total[RECON_CLASS__COUNT]; /* over successful non-dry runs: only grows */
+	int64_t rejected_total, rejects;
+	int64_t open[RECON_CLASS__COUNT];
+	int64_t oldest_open; /* first seen, UTC ms; 0: none open */
 };
 
 static int load(sqlite3 *db, const char *job, struct mode_stats **out, size_t *n,
 		struct recon_err *err)
 {
-	/* one row per mode that has succeeded at least once */
+	/* one row per mode that has succeeded at least once; sums over its real successful runs */
 	static const char sql[] =
 	    "SELECT h.mode, h.last_success_ms, coalesce(w.reconciled_until_ms, 0), h.duration_ms, "
-	    " (SELECT coalesce(sum(rows_upstream), 0) FROM runs r WHERE r.job = h.job AND "
-	    "  r.mode = h.mode AND r.outcome = 'success' AND r.dry_run = 0), "
-	    " (SELECT coalesce(sum(rows_local), 0) FROM runs r WHERE r.job = h.job AND "
-	    "  r.mode = h.mode AND r.outcome = 'success' AND r.dry_run = 0), "
-	    " l.n_missing, l.n_extra, l.n_stuck, l.n_amount_mismatch, l.n_status_mismatch, "
-	    " l.n_duplicate, l.rows_rejected "
+	    " t.up, t.loc, t.missing, t.extra, t.stuck, t.amount, t.status, t.dup, t.rej, "
+	    " l.rows_rejected "
 	    "FROM heartbeats h JOIN runs l ON l.id = h.run_id "
 	    "LEFT JOIN watermarks w ON w.job = h.job AND w.mode = h.mode "
-	    "WHERE h.job = ? ORDER BY h.mode";
+	    "JOIN (SELECT mode, coalesce(sum(rows_upstream), 0) AS up, "
+	    "  coalesce(sum(rows_local), 0) AS loc, coalesce(sum(n_missing), 0) AS missing, "
+	    "  coalesce(sum(n_extra), 0) AS extra, coalesce(sum(n_stuck), 0) AS stuck, "
+	    "  coalesce(sum(n_amount_mismatch), 0) AS amount, "
+	    "  coalesce(sum(n_status_mismatch), 0) AS status, "
+	    "  coalesce(sum(n_duplicate), 0) AS dup, coalesce(sum(rows_rejected), 0) AS rej "
+	    "  FROM runs WHERE job = ?1 AND outcome = 'success' AND dry_run = 0 GROUP BY mode) t "
+	    " ON t.mode = h.mode "
+	    "WHERE h.job = ?1 ORDER BY h.mode";
 	sqlite3_stmt *q = NULL;
 	struct mode_stats *v = NULL;
 	size_t cnt = 0, alloc = 0;
@@ -104,8 +108,9 @@ static int load(sqlite3 *db, const char *job, struct mode_stats **out, size_t *n
 		m->rows_total[0] = sqlite3_column_int64(q, 4);
 		m->rows_total[1] = sqlite3_column_int64(q, 5);
 		for (int c = 0; c < RECON_CLASS__COUNT; c++)
-			m->classes[c] = sqlite3_column_int64(q, 6 + c);
-		m->rejects = sqlite3_column_int64(q, 6 + RECON_CLASS__COUNT);
+			m->found_total[c] = sqlite3_column_int64(q, 6 + c);
+		m->rejected_total = sqlite3_column_int64(q, 6 + RECON_CLASS__COUNT);
+		m->rejects = sqlite3_column_int64(q, 7 + RECON_CLASS__COUNT);
 	}
 	if (s != SQLITE_DONE)
 		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read heartbeat data: %s",
@@ -122,49 +127,122 @@ out:
 	return rc;
 }
 
+/*
+ * The open items per mode and class, and the oldest one's first-seen time,
+ * from the open-items ledger (items); nothing else here knows where open
+ * items live.
+ */
+static int load_open_items(sqlite3 *db, const char *job, struct mode_stats *m, size_t n,
+			   struct recon_err *err)
+{
+	/* the open-items ledger: one open item per key and mode (awaiting and in flight
+	   are not differences yet, and are left out) */
+	static const char sql[] = "SELECT mode, class, count(*), min(opened_at_ms) FROM items "
+				  "WHERE job = ? AND state = 'open' GROUP BY 1, 2";
+	sqlite3_stmt *q = NULL;
+	int s, rc = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read open items: %s",
+				   sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *mode = (const char *)sqlite3_column_text(q, 0);
+		int c = recon_class_from_name((const char *)sqlite3_column_text(q, 1));
+		int64_t first = sqlite3_column_int64(q, 3);
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(m[i].mode, mode) || c < 0 || c >= RECON_CLASS__COUNT)
+				continue;
+			m[i].open[c] += sqlite3_column_int64(q, 2);
+			if (!m[i].oldest_open || first < m[i].oldest_open)
+				m[i].oldest_open = first;
+		}
+	}
+	if (s != SQLITE_DONE)
+		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read open items: %s",
+				   sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* One gauge or counter per mode: name{recon_job,mode} value. */
+static void render_per_mode(struct recon_buf *b, const char *job, const struct mode_stats *m,
+			    size_t n, const char *name, const char *type, const char *help,
+			    size_t field, bool seconds)
+{
+	head(b, name, type, help);
+	for (size_t i = 0; i < n; i++) {
+		int64_t v;
+		memcpy(&v, (const char *)&m[i] + field, sizeof(v));
+		series(b, name, job, m[i].mode, NULL);
+		if (seconds)
+			add_seconds(b, v);
+		else
+			recon_buf_addf(b, "%" PRId64, v);
+		recon_buf_addc(b, '\n');
+	}
+}
+
 static void render(struct recon_buf *b, const char *job, const struct mode_stats *m, size_t n)
 {
-	head(b, "recon_last_success_timestamp_seconds", "gauge",
-	     "Unix time of the job's last successful run.");
-	for (size_t i = 0; i < n; i++) {
-		series(b, "recon_last_success_timestamp_seconds", job, m[i].mode, NULL, NULL);
-		add_seconds(b, m[i].last_success);
-		recon_buf_addc(b, '\n');
-	}
-	head(b, "recon_watermark_timestamp_seconds", "gauge",
-	     "End of the last window fully reconciled (compare and actions committed).");
-	for (size_t i = 0; i < n; i++) {
-		series(b, "recon_watermark_timestamp_seconds", job, m[i].mode, NULL, NULL);
-		add_seconds(b, m[i].watermark);
-		recon_buf_addc(b, '\n');
-	}
-	head(b, "recon_run_duration_seconds", "gauge", "Wall time of the last successful run.");
-	for (size_t i = 0; i < n; i++) {
-		series(b, "recon_run_duration_seconds", job, m[i].mode, NULL, NULL);
-		add_seconds(b, m[i].duration);
-		recon_buf_addc(b, '\n');
-	}
+	char extra[96];
+
+	render_per_mode(b, job, m, n, "recon_last_success_timestamp_seconds", "gauge",
+			"Unix time of the job's last successful run.",
+			offsetof(struct mode_stats, last_success), true);
+	render_per_mode(b, job, m, n, "recon_watermark_timestamp_seconds", "gauge",
+			"End of the last window fully reconciled (compare and actions committed).",
+			offsetof(struct mode_stats, watermark), true);
+	render_per_mode(b, job, m, n, "recon_run_duration_seconds", "gauge",
+			"Wall time of the last successful run.",
+			offsetof(struct mode_stats, duration), true);
 	head(b, "recon_rows_read_total", "counter", "Rows read by successful runs, per side.");
 	for (size_t i = 0; i < n; i++) {
 		for (int s = 0; s < 2; s++) {
-			series(b, "recon_rows_read_total", job, m[i].mode, "side",
-			       s ? "local" : "upstream");
+			series(b, "recon_rows_read_total", job, m[i].mode,
+			       s ? "side=\"local\"" : "side=\"upstream\"");
 			recon_buf_addf(b, "%" PRId64 "\n", m[i].rows_total[s]);
 		}
 	}
-	head(b, "recon_differences", "gauge", "Differences found by the last successful run.");
+	head(b, "recon_differences_found_total", "counter",
+	     "Differences found by successful runs, per class (alert on increase()).");
 	for (size_t i = 0; i < n; i++) {
 		for (int c = 0; c < RECON_CLASS__COUNT; c++) {
-			series(b, "recon_differences", job, m[i].mode, "class",
-			       recon_class_name((enum recon_class)c));
-			recon_buf_addf(b, "%" PRId64 "\n", m[i].classes[c]);
+			snprintf(extra, sizeof(extra), "class=\"%s\"",
+				 recon_class_name((enum recon_class)c));
+			series(b, "recon_differences_found_total", job, m[i].mode, extra);
+			recon_buf_addf(b, "%" PRId64 "\n", m[i].found_total[c]);
 		}
 	}
-	head(b, "recon_rejects", "gauge", "Rows rejected by the last successful run.");
+	head(b, "recon_open_items", "gauge",
+	     "Differences still open (not yet matched by a later run), per class and severity.");
 	for (size_t i = 0; i < n; i++) {
-		series(b, "recon_rejects", job, m[i].mode, NULL, NULL);
-		recon_buf_addf(b, "%" PRId64 "\n", m[i].rejects);
+		for (int c = 0; c < RECON_CLASS__COUNT; c++) {
+			snprintf(extra, sizeof(extra), "class=\"%s\",severity=\"%s\"",
+				 recon_class_name((enum recon_class)c),
+				 c == RECON_CLASS_AMOUNT_MISMATCH ? "critical" : "warning");
+			series(b, "recon_open_items", job, m[i].mode, extra);
+			recon_buf_addf(b, "%" PRId64 "\n", m[i].open[c]);
+		}
 	}
+	head(b, "recon_open_item_oldest_timestamp_seconds", "gauge",
+	     "Unix time the oldest open item was first seen (its age: time() minus this).");
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].oldest_open)
+			continue;
+		series(b, "recon_open_item_oldest_timestamp_seconds", job, m[i].mode, NULL);
+		add_seconds(b, m[i].oldest_open);
+		recon_buf_addc(b, '\n');
+	}
+	render_per_mode(b, job, m, n, "recon_rows_rejected_total", "counter",
+			"Rows rejected by successful runs (within max_rejects).",
+			offsetof(struct mode_stats, rejected_total), false);
+	render_per_mode(b, job, m, n, "recon_rejects", "gauge",
+			"Rows rejected by the last successful run.",
+			offsetof(struct mode_stats, rejects), false);
 }
 
 static int write_atomic(const char *path, const struct recon_buf *b, struct recon_err *err)
@@ -175,8 +253,9 @@ static int write_atomic(const char *path, const struct recon_buf *b, struct reco
 
 	recon_buf_init(&tmp);
 	recon_buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0) {
+	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* node_exporter reads it as another user; the units' UMask=0077 is for the state */
+	if (fd < 0 || fchmod(fd, 0644) < 0) {
 		rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s", tmp.s,
 				   strerror(errno));
 		goto out;
@@ -231,7 +310,7 @@ static int render_actions(sqlite3 *db, const char *job, struct recon_buf *b, str
 	head(b, "recon_actions_total", "counter",
 	     "Actions taken by runs (replay, ticket, repush, transition, alert) by outcome.");
 	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		recon_buf_addf(b, "recon_actions_total{job=\"");
+		recon_buf_addf(b, "recon_actions_total{recon_job=\"");
 		add_label(b, job);
 		recon_buf_addf(b, "\",mode=\"%s\",action=\"%s\",outcome=\"%s\"} %lld\n",
 			       (const char *)sqlite3_column_text(q, 0),
@@ -291,7 +370,8 @@ int recon_heartbeat_write_partition(struct recon_state *st, const char *job,
 	int rc;
 
 	recon_buf_init(&b);
-	if ((rc = load(recon_state_db(st), job, &m, &n, err)) < 0)
+	if ((rc = load(recon_state_db(st), job, &m, &n, err)) < 0 ||
+	    (rc = load_open_items(recon_state_db(st), job, m, n, err)) < 0)
 		goto out;
 	render(&b, job, m, n);
 	if ((rc = render_actions(recon_state_db(st), job, &b, err)) < 0)
@@ -300,7 +380,7 @@ int recon_heartbeat_write_partition(struct recon_state *st, const char *job,
 		/* alert rules count the partitions reporting against this */
 		head(&b, "recon_partitions", "gauge",
 		     "Key-hash partitions the job splits into (this file is one of them).");
-		series(&b, "recon_partitions", job, "all", NULL, NULL);
+		series(&b, "recon_partitions", job, "all", NULL);
 		recon_buf_addf(&b, "%u\n", p->count);
 		add_labels(&b, recon_partition_labels(p, labels, sizeof(labels)));
 	}

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "recon_buf.h"
+#include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_money.h"
 #include "recon_time.h"
@@ -1008,35 +1009,122 @@ static bool profile_name_ok(const char *s)
 	return s[0] != '.';
 }
 
-/* Finds rules/formats/<name>.json; returns a malloc'd path or NULL. */
-static char *find_profile(const char *jobdir, const char *name)
+/* The format profiles compiled into the binary (build/recon_formats.c). */
+struct recon_embedded_file {
+	const char *name, *text;
+};
+extern const struct recon_embedded_file recon_job_builtin_formats[];
+
+/* The folder above the one holding the running binary ("/usr" for /usr/bin/recon), or "". */
+static void exe_prefix(char *buf, size_t size)
 {
-	const char *env = getenv("RECON_FORMATS_DIR");
-	const char *dirs[6];
-	size_t nd = 0;
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	char *slash;
+
+	if (n <= 0 || (size_t)n >= size - 1) {
+		buf[0] = '\0';
+		return;
+	}
+	buf[n] = '\0';
+	for (int up = 0; up < 2; up++) {
+		slash = strrchr(buf, '/');
+		if (!slash) {
+			buf[0] = '\0';
+			return;
+		}
+		*slash = '\0';
+	}
+}
+
+void recon_job_datadir(char *buf, size_t size)
+{
+	char prefix[4096];
 	struct recon_buf b;
 
-	if (env && env[0])
-		dirs[nd++] = env;
+	exe_prefix(prefix, sizeof(prefix));
 	recon_buf_init(&b);
-	for (int i = 0; i < 4 + (int)nd; i++) {
-		const char *rel[] = {"formats", "../rules/formats", "../../rules/formats",
-				     "rules/formats"};
+	recon_buf_addf(&b, "%s/share/recon", prefix);
+	if (!prefix[0] || access(b.s, R_OK | X_OK) != 0) {
 		recon_buf_reset(&b);
-		if (i < (int)nd)
-			recon_buf_addf(&b, "%s/%s.json", dirs[i], name);
-		else
-			recon_buf_addf(&b, "%s%s%s/%s.json", jobdir, jobdir[0] ? "/" : "",
-				       rel[i - (int)nd], name);
-		if (access(b.s, R_OK) == 0)
-			return recon_buf_detach(&b);
+		recon_buf_adds(&b, RECON_DATADIR);
 	}
-	recon_buf_reset(&b);
-	recon_buf_addf(&b, "%s/formats/%s.json", RECON_DATADIR, name);
-	if (access(b.s, R_OK) == 0)
-		return recon_buf_detach(&b);
+	snprintf(buf, size, "%s", b.s);
 	recon_buf_release(&b);
-	return NULL;
+}
+
+/*
+ * Finds the profile `name`, in order: $RECON_FORMATS_DIR; beside the job
+ * (formats/, rules/formats/, ../rules/formats/, ../../rules/formats/); the
+ * data folder relative to the installed binary (PREFIX/share/recon/formats
+ * for PREFIX/bin/recon); the compiled-in data folder; last, the copies
+ * compiled into the binary. Sets *path (malloc'd, caller frees) to a file, or
+ * *builtin (static text) to a compiled-in copy; returns false when neither
+ * exists, with every folder searched in `searched`.
+ */
+static bool find_profile(const char *jobdir, const char *name, char **path, const char **builtin,
+			 struct recon_buf *searched)
+{
+	static const char *const rel[] = {"formats", "rules/formats", "../rules/formats",
+					  "../../rules/formats"};
+	const char *env = getenv("RECON_FORMATS_DIR");
+	char prefix[4096];
+	struct recon_buf dirs[3], b;
+	size_t nd = 0;
+	bool found = false;
+
+	*path = NULL;
+	*builtin = NULL;
+	recon_buf_init(&b);
+	for (size_t i = 0; i < 3; i++)
+		recon_buf_init(&dirs[i]);
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		recon_buf_reset(&b);
+		recon_buf_addf(&b, "%s%s%s/%s.json", jobdir, jobdir[0] ? "/" : "", rel[i], name);
+		if (!found && access(b.s, R_OK) == 0) {
+			*path = recon_buf_detach(&b);
+			found = true;
+		}
+	}
+	if (env && env[0])
+		recon_buf_adds(&dirs[nd++], env);
+	exe_prefix(prefix, sizeof(prefix));
+	if (prefix[0])
+		recon_buf_addf(&dirs[nd++], "%s/share/recon/formats", prefix);
+	if (!prefix[0] || strcmp(dirs[nd - 1].s, RECON_DATADIR "/formats"))
+		recon_buf_adds(&dirs[nd++], RECON_DATADIR "/formats");
+	/* $RECON_FORMATS_DIR wins over the job's folder */
+	if (env && env[0]) {
+		recon_buf_reset(&b);
+		recon_buf_addf(&b, "%s/%s.json", env, name);
+		if (access(b.s, R_OK) == 0) {
+			free(*path);
+			*path = recon_buf_detach(&b);
+			found = true;
+		}
+	}
+	for (size_t i = env && env[0] ? 1 : 0; i < nd && !found; i++) {
+		recon_buf_reset(&b);
+		recon_buf_addf(&b, "%s/%s.json", dirs[i].s, name);
+		if (access(b.s, R_OK) == 0) {
+			*path = recon_buf_detach(&b);
+			found = true;
+		}
+	}
+	for (size_t i = 0; recon_job_builtin_formats[i].name && !found; i++)
+		if (!strcmp(recon_job_builtin_formats[i].name, name)) {
+			*builtin = recon_job_builtin_formats[i].text;
+			found = true;
+		}
+	if (env && env[0])
+		recon_buf_addf(searched, "%s, ", env);
+	recon_buf_addf(searched, "%s/{formats,rules/formats,../rules/formats,../../rules/formats}",
+		       jobdir[0] ? jobdir : ".");
+	for (size_t i = env && env[0] ? 1 : 0; i < nd; i++)
+		recon_buf_addf(searched, ", %s", dirs[i].s);
+	for (size_t i = 0; i < 3; i++)
+		recon_buf_release(&dirs[i]);
+	recon_buf_release(&b);
+	return found;
 }
 
 static const char *const side_keys[] = {"kind",
@@ -1101,24 +1189,38 @@ static int load_profile(struct loader *outer, const char *jobdir, struct recon_s
 			json_t **profile_out)
 {
 	char *path = NULL, *text = NULL;
+	const char *builtin = NULL;
+	struct recon_buf searched;
 	size_t len = 0;
 	json_t *root = NULL;
 	struct loader L = {0};
 	int rc = 0;
 
+	recon_buf_init(&searched);
 	push(outer, "format");
 	if (!profile_name_ok(s->format)) {
 		rc = lerr(outer, "invalid profile name '%s'", s->format);
 		goto out;
 	}
-	path = find_profile(jobdir, s->format);
-	if (!path) {
-		rc = lerr(outer, "unknown format profile '%s' (no %s.json in rules/formats)",
-			  s->format, s->format);
+	if (!find_profile(jobdir, s->format, &path, &builtin, &searched)) {
+		/* the folder list can outgrow recon_err's message: then it goes first, whole */
+		if (searched.len + 2 * strlen(s->format) > 160) {
+			recon_log(RECON_LOG_ERROR, "format profile '%s' searched: %s", s->format,
+				  searched.s);
+			recon_buf_reset(&searched);
+			recon_buf_adds(&searched, "the folders listed above");
+		}
+		rc = lerr(outer, "unknown format profile '%s': not built in, no %s.json in %s",
+			  s->format, s->format, searched.s);
 		goto out;
 	}
-	text = slurp(path, &len, outer->err);
-	if (!text) {
+	if (builtin) {
+		text = recon_xstrdup(builtin);
+		len = strlen(text);
+		recon_buf_reset(&searched);
+		recon_buf_addf(&searched, "(built in)/%s.json", s->format);
+		path = recon_buf_detach(&searched);
+	} else if (!(text = slurp(path, &len, outer->err))) {
 		rc = RECON_ECONFIG;
 		goto out;
 	}
@@ -1140,6 +1242,7 @@ out:
 	json_decref(root);
 	free(text);
 	free(path);
+	recon_buf_release(&searched);
 	return rc;
 }
 

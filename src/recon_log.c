@@ -1,9 +1,13 @@
 #include "recon_log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static enum recon_log_level log_level = RECON_LOG_INFO;
 
@@ -17,14 +21,33 @@ enum recon_log_level recon_log_get_level(void)
 	return log_level;
 }
 
+/*
+ * Is stderr read by a log system that understands "<N>" priority prefixes:
+ * journald (JOURNAL_STREAM names stderr's device and inode, as systemd sets it
+ * for a unit) or logger --prio-prefix (RECON_LOG_PRIORITY=1, the crontab's)?
+ */
+static bool priority_prefix(void)
+{
+	const char *js = getenv("JOURNAL_STREAM"), *rp = getenv("RECON_LOG_PRIORITY");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (rp && !strcmp(rp, "1"))
+		return true;
+	if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void recon_log(enum recon_log_level level, const char *fmt, ...)
 {
 	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+	static const char *const priority[] = {"<3>", "<4>", "<6>", "<7>"}; /* syslog(3) */
 	va_list ap;
 
 	if (level > log_level)
 		return;
-	fprintf(stderr, "recon: %s", prefix[level]);
+	fprintf(stderr, "%srecon: %s", priority_prefix() ? priority[level] : "", prefix[level]);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

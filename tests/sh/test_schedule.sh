@@ -146,7 +146,11 @@ unset RECON_NOW
 # ---- promtool --------------------------------------------------------------
 if command -v promtool > /dev/null 2>&1; then
 	check "heartbeat passes promtool check metrics" sh -c "promtool check metrics < '$E/state/recon.prom'"
-	check "heartbeat has both modes" grep -q 'recon_watermark_timestamp_seconds{job="example_payments",mode="hot"}' "$E/state/recon.prom"
+	check "heartbeat has both modes" grep -q 'recon_watermark_timestamp_seconds{recon_job="example_payments",mode="hot"}' "$E/state/recon.prom"
+	check "heartbeat labels the job recon_job, never job" sh -c "! grep -q '[{,]job=' '$E/state/recon.prom'"
+	check "heartbeat counts differences found" grep -q '^recon_differences_found_total{recon_job="example_payments",mode="t1",class="amount_mismatch"} [1-9]' "$E/state/recon.prom"
+	check "heartbeat has open items by class and severity" grep -q '^recon_open_items{recon_job="example_payments",mode="t1",class="amount_mismatch",severity="critical"} [1-9]' "$E/state/recon.prom"
+	check "heartbeat has the oldest open item" grep -q '^recon_open_item_oldest_timestamp_seconds{recon_job="example_payments",mode="t1"} ' "$E/state/recon.prom"
 	check "alert rules pass promtool check rules" promtool check rules "$SRC/rules/prometheus/recon.rules.yml"
 	check "alert rules pass promtool test rules" promtool test rules "$SRC/rules/prometheus/recon.rules.test.yml"
 elif [ "${CI:-}" = true ]; then
