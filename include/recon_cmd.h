@@ -36,6 +36,15 @@ struct recon_opt {
  */
 int recon_opt_parse(int argc, char **argv, const struct recon_opt *opts, bool *help);
 
+/*
+ * The start every command shares: parses argv against opts; on a bad option
+ * returns 64 (recon_opt_parse said why, in one line); on --help prints usage
+ * to stdout and returns 0; else returns -1 and the command goes on.
+ */
+int recon_opt_start(int argc, char **argv, const struct recon_opt *opts, const char *usage);
+/* "recon CMD: WHAT is required; try 'recon CMD --help'" on stderr; returns 64. */
+int recon_opt_missing(const char *cmd, const char *what);
+
 /* Edit distance between two words of at most 64 bytes ((size_t)-1 beyond). */
 size_t recon_opt_distance(const char *a, const char *b);
 

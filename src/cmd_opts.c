@@ -152,3 +152,22 @@ out:
 	free(shorts);
 	return rc;
 }
+
+int recon_opt_start(int argc, char **argv, const struct recon_opt *opts, const char *usage)
+{
+	bool help = false;
+
+	if (recon_opt_parse(argc, argv, opts, &help) < 0)
+		return 64;
+	if (help) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	return -1;
+}
+
+int recon_opt_missing(const char *cmd, const char *what)
+{
+	fprintf(stderr, "recon %s: %s is required; try 'recon %s --help'\n", cmd, what, cmd);
+	return 64;
+}

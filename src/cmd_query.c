@@ -63,7 +63,7 @@ int recon_cmd_diff(int argc, char **argv)
 	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table", *date = NULL,
 		   *mode = NULL;
 	const char *partition = NULL; /* --partition I/N: that partition's store */
-	bool help = false, quiet = false, open_items = false;
+	bool quiet = false, open_items = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},	   {"run", true, &run, NULL},
 	    {"class", true, &klass, NULL},	   {"format", true, &format, NULL},
@@ -82,14 +82,11 @@ int recon_cmd_diff(int argc, char **argv)
 	int fmt, code = 0, s;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
-		fputs(diff_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(diff_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, diff_usage)) >= 0)
+		return code;
+	code = 0;
+	if (!job_path)
+		return recon_opt_missing("diff", "--job FILE");
 	fmt = recon_report_format_from_name(format);
 	if (fmt < 0) {
 		fprintf(stderr, "recon diff: unknown format '%s' (table, jsonl or csv)\n", format);
@@ -240,7 +237,7 @@ int recon_cmd_status(int argc, char **argv)
 {
 	const char *job_path = NULL;
 	const char *partition = NULL; /* --partition I/N: that partition's store */
-	bool help = false, json = false, quiet = false;
+	bool json = false, quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL}, {"json", false, NULL, &json},
 	    {"quiet", false, NULL, &quiet}, {"partition", true, &partition, NULL},
@@ -255,14 +252,11 @@ int recon_cmd_status(int argc, char **argv)
 	int code = 0, s;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
-		fputs(status_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(status_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, status_usage)) >= 0)
+		return code;
+	code = 0;
+	if (!job_path)
+		return recon_opt_missing("status", "--job FILE");
 	if (recon_job_load(&job, job_path, &err) < 0 ||
 	    recon_partition_select(job, partition, &err) < 0) {
 		code = fail(&err);
@@ -536,7 +530,7 @@ int recon_cmd_check(int argc, char **argv)
 	static const char *const names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
 	const char *job_path = NULL, *mode = "t1", *max_lag_s = NULL, *max_age_s = NULL;
 	const char *partition = NULL; /* --partition I/N: that partition's store */
-	bool help = false, quiet = false;
+	bool quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},	 {"mode", true, &mode, NULL},
 	    {"max-lag", true, &max_lag_s, NULL}, {"max-age", true, &max_age_s, NULL},
@@ -553,13 +547,13 @@ int recon_cmd_check(int argc, char **argv)
 	long long last_id = 0;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
-		fputs(check_usage, stderr);
+	/* a plugin's errors are UNKNOWN (3), whatever went wrong */
+	if ((code = recon_opt_start(argc, argv, opts, check_usage)) >= 0)
+		return code ? CHECK_UNKNOWN : 0;
+	code = 0;
+	if (!job_path) {
+		recon_opt_missing("check", "--job FILE");
 		return CHECK_UNKNOWN;
-	}
-	if (help) {
-		fputs(check_usage, stdout);
-		return 0;
 	}
 	if (strcmp(mode, "t1") && strcmp(mode, "hot"))
 		return check_unknown("unknown mode '%s' (t1 or hot)", mode);
@@ -707,7 +701,7 @@ static int tickets_close(int argc, char **argv)
 {
 	const char *job_path = NULL, *key = NULL, *klass = NULL, *note = NULL;
 	const char *partition = NULL; /* --partition I/N: that partition's store */
-	bool help = false, quiet = false;
+	bool quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL}, {"key", true, &key, NULL},
 	    {"class", true, &klass, NULL},  {"note", true, &note, NULL},
@@ -721,15 +715,11 @@ static int tickets_close(int argc, char **argv)
 	int code = 0, lock = -1;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 ||
-	    (!help && (!job_path || !key || !klass || !note || !*note))) {
-		fputs(tickets_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(tickets_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, tickets_usage)) >= 0)
+		return code;
+	code = 0;
+	if (!job_path || !key || !klass || !note || !*note)
+		return recon_opt_missing("tickets close", "--job, --key, --class and --note");
 	if (recon_job_load(&job, job_path, &err) < 0 ||
 	    recon_partition_select(job, partition, &err) < 0 || recon_time_now(&now, &err) < 0 ||
 	    recon_state_lock(job->state_path, job->name, now, job->lock_wait_ms, &lock, &err) < 0 ||
@@ -759,7 +749,7 @@ int recon_cmd_tickets(int argc, char **argv)
 {
 	const char *job_path = NULL, *format = "table";
 	const char *partition = NULL; /* --partition I/N: that partition's store */
-	bool help = false, quiet = false, all = false;
+	bool quiet = false, all = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},
 	    {"format", true, &format, NULL},
@@ -777,14 +767,11 @@ int recon_cmd_tickets(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "close"))
 		return tickets_close(argc - 1, argv + 1);
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
-		fputs(tickets_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(tickets_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, tickets_usage)) >= 0)
+		return code;
+	code = 0;
+	if (!job_path)
+		return recon_opt_missing("tickets", "--job FILE");
 	fmt = recon_report_format_from_name(format);
 	if (fmt < 0) {
 		fprintf(stderr, "recon tickets: unknown format '%s' (table, jsonl or csv)\n",
@@ -889,7 +876,7 @@ int recon_cmd_rejects(int argc, char **argv)
 {
 	const char *job_path = NULL, *run = NULL, *format = "table";
 	const char *partition = NULL; /* --partition I/N: that partition's store */
-	bool help = false, quiet = false;
+	bool quiet = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},	   {"run", true, &run, NULL},
 	    {"format", true, &format, NULL},	   {"quiet", false, NULL, &quiet},
@@ -903,14 +890,11 @@ int recon_cmd_rejects(int argc, char **argv)
 	int fmt, code = 0, s;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
-		fputs(rejects_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(rejects_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, rejects_usage)) >= 0)
+		return code;
+	code = 0;
+	if (!job_path)
+		return recon_opt_missing("rejects", "--job FILE");
 	fmt = recon_report_format_from_name(format);
 	if (fmt < 0) {
 		fprintf(stderr, "recon rejects: unknown format '%s' (table, jsonl or csv)\n",

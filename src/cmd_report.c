@@ -55,7 +55,7 @@ int recon_cmd_report(int argc, char **argv)
 {
 	const char *job_path = NULL, *date = NULL, *from_s = NULL, *to_s = NULL, *mode = "t1",
 		   *format = "html", *output = NULL;
-	bool help = false, quiet = false, bom = false;
+	bool quiet = false, bom = false;
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},  {"date", true, &date, NULL},
 	    {"from", true, &from_s, NULL},   {"to", true, &to_s, NULL},
@@ -73,14 +73,11 @@ int recon_cmd_report(int argc, char **argv)
 	int fmt, code = 0;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0 || (!help && !job_path)) {
-		fputs(report_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(report_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, report_usage)) >= 0)
+		return code;
+	code = 0;
+	if (!job_path)
+		return recon_opt_missing("report", "--job FILE");
 	fmt = recon_dayreport_format_from_name(format);
 	if (fmt < 0) {
 		fprintf(stderr, "recon report: unknown format '%s' (html, md or csv)\n", format);

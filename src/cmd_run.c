@@ -558,7 +558,7 @@ int recon_cmd_run(int argc, char **argv)
 	const bool rerun = !strcmp(argv[0], "rerun");
 	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL,
 		   *upstream = NULL;
-	bool dry_run = false, json = false, quiet = false, verbose = false, help = false;
+	bool dry_run = false, json = false, quiet = false, verbose = false;
 	struct plan plan = {0};
 	struct recon_opt opts[] = {
 	    {"job", true, &job_path, NULL},
@@ -583,20 +583,22 @@ int recon_cmd_run(int argc, char **argv)
 	int code = 0;
 
 	recon_err_init(&err);
-	if (recon_opt_parse(argc, argv, opts, &help) < 0) {
-		fputs(rerun ? rerun_usage : run_usage, stderr);
-		return 64;
-	}
-	if (help) {
-		fputs(rerun ? rerun_usage : run_usage, stdout);
-		return 0;
-	}
+	if ((code = recon_opt_start(argc, argv, opts, rerun ? rerun_usage : run_usage)) >= 0)
+		return code;
+	code = 0;
 	if (quiet)
 		recon_log_set_level(RECON_LOG_WARN);
 	else if (verbose)
 		recon_log_set_level(RECON_LOG_DEBUG);
-	if (!job_path || (rerun && (!from || !to || date || mode)) || (!rerun && (from || to))) {
-		fputs(rerun ? rerun_usage : run_usage, stderr);
+	if (!job_path)
+		return recon_opt_missing(argv[0], "--job FILE");
+	if (rerun && (!from || !to))
+		return recon_opt_missing("rerun", "--from and --to");
+	if ((rerun && (date || mode)) || (!rerun && (from || to))) {
+		fprintf(stderr, "recon %s: %s; try 'recon %s --help'\n", argv[0],
+			rerun ? "rerun takes --from and --to, not --date or --mode"
+			      : "run takes --date, not --from or --to (that is 'recon rerun')",
+			argv[0]);
 		return 64;
 	}
 	if (mode && strcmp(mode, "t1") && strcmp(mode, "hot")) {
