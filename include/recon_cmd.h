@@ -42,7 +42,7 @@ int recon_opt_parse(int argc, char **argv, const struct recon_opt *opts, bool *h
  * to stdout and returns 0; else returns -1 and the command goes on.
  */
 int recon_opt_start(int argc, char **argv, const struct recon_opt *opts, const char *usage);
-/* "recon CMD: WHAT is required; try 'recon CMD --help'" on stderr; returns 64. */
+/* "recon CMD: needs WHAT; try 'recon CMD --help'" on stderr; returns 64. */
 int recon_opt_missing(const char *cmd, const char *what);
 
 /* Edit distance between two words of at most 64 bytes ((size_t)-1 beyond). */

@@ -168,6 +168,6 @@ int recon_opt_start(int argc, char **argv, const struct recon_opt *opts, const c
 
 int recon_opt_missing(const char *cmd, const char *what)
 {
-	fprintf(stderr, "recon %s: %s is required; try 'recon %s --help'\n", cmd, what, cmd);
+	fprintf(stderr, "recon %s: needs %s; try 'recon %s --help'\n", cmd, what, cmd);
 	return 64;
 }
