@@ -1659,9 +1659,10 @@ static size_t stakes_read(struct recon_state *st, const char *job, int64_t run_i
 	*out = NULL;
 	if (sqlite3_prepare_v2(
 		db,
+		/* differences only: awaiting and in-flight items are not money at stake yet */
 		"SELECT class, severity, amount_minor, currency FROM items WHERE "
-		"job = ?1 AND state = 'open' AND (?2 = 0 OR last_run = ?2) ORDER BY class, "
-		"currency",
+		"job = ?1 AND state = 'open' AND severity <> 'info' AND (?2 = 0 OR last_run = ?2) "
+		"ORDER BY class, currency",
 		-1, &q, NULL) != SQLITE_OK) {
 		recon_log(RECON_LOG_WARN, "cannot read the money at stake: %s", sqlite3_errmsg(db));
 		goto out;
