@@ -41,6 +41,8 @@
 #define RECON_ENOTFOUND (-9) /* the thing looked up does not exist (state queries) */
 /* -10 is RECON_ERETRY (recon_action.h) */
 #define RECON_EPERM (-11) /* permission denied: a grant is missing: exit 77 */
+#define RECON_EWRITE                                                                               \
+	(-12) /* cannot write the state store or heartbeat (disk full, read-only): exit 73 */
 
 struct recon_err {
 	int code;	 /* 0 or RECON_E*; first error wins */

@@ -53,6 +53,8 @@ int recon_err_exit_code(int code)
 		return 75;
 	case RECON_EPERM:
 		return 77;
+	case RECON_EWRITE:
+		return 73;
 	case RECON_ECONFIG:
 		return 78;
 	case RECON_EUSAGE:

@@ -256,8 +256,8 @@ static int write_atomic(const char *path, const struct recon_buf *b, struct reco
 	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	/* node_exporter reads it as another user; the units' UMask=0077 is for the state */
 	if (fd < 0 || fchmod(fd, 0644) < 0) {
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s", tmp.s,
-				   strerror(errno));
+		rc = recon_err_set(err, RECON_EWRITE, NULL, "cannot write heartbeat '%s': %s",
+				   tmp.s, strerror(errno));
 		goto out;
 	}
 	while (off < b->len) {
@@ -265,21 +265,22 @@ static int write_atomic(const char *path, const struct recon_buf *b, struct reco
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			rc = recon_err_set(err, RECON_EIO, NULL, "cannot write heartbeat '%s': %s",
-					   tmp.s, strerror(errno));
+			rc = recon_err_set(err, RECON_EWRITE, NULL,
+					   "cannot write heartbeat '%s': %s", tmp.s,
+					   strerror(errno));
 			goto out;
 		}
 		off += (size_t)w;
 	}
 	if (fsync(fd) < 0) {
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot sync heartbeat '%s': %s", tmp.s,
+		rc = recon_err_set(err, RECON_EWRITE, NULL, "cannot sync heartbeat '%s': %s", tmp.s,
 				   strerror(errno));
 		goto out;
 	}
 	close(fd);
 	fd = -1;
 	if (rename(tmp.s, path) < 0)
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot rename '%s' to '%s': %s", tmp.s,
+		rc = recon_err_set(err, RECON_EWRITE, NULL, "cannot rename '%s' to '%s': %s", tmp.s,
 				   path, strerror(errno));
 out:
 	if (fd >= 0)

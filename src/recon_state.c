@@ -36,9 +36,18 @@ struct recon_state {
 	struct cached cache[CACHED_MAX];
 };
 
+/* A full disk or a read-only store is exit 73 (DESIGN: cannot write the state store). */
 static int db_err(struct recon_state *st, struct recon_err *err, const char *what)
 {
-	return recon_err_set(err, RECON_EIO, st->path, "%s: %s", what, sqlite3_errmsg(st->db));
+	int e = sqlite3_errcode(st->db);
+	bool cannot_write =
+	    e == SQLITE_FULL || e == SQLITE_IOERR || e == SQLITE_READONLY || e == SQLITE_CANTOPEN;
+
+	return recon_err_set(err, cannot_write ? RECON_EWRITE : RECON_EIO, st->path, "%s: %s%s",
+			     what, sqlite3_errmsg(st->db),
+			     e == SQLITE_FULL || (e == SQLITE_IOERR && errno == ENOSPC)
+				 ? " (the disk is full)"
+				 : "");
 }
 
 /*
@@ -75,9 +84,10 @@ static int exec(struct recon_state *st, const char *sql, struct recon_err *err)
 	char *msg = NULL;
 
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		recon_err_set(err, RECON_EIO, st->path, "%s", msg ? msg : "sqlite error");
+		/* the statement's own words when short (BEGIN, COMMIT, a pragma) */
+		int rc = db_err(st, err, strlen(sql) < 40 ? sql : "a schema change");
 		sqlite3_free(msg);
-		return RECON_EIO;
+		return rc;
 	}
 	return 0;
 }
