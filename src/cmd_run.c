@@ -479,6 +479,15 @@ static int run_store(struct recon_ctx *ctx, const struct plan *plan)
 	}
 	for (day = first; day <= last; day++) {
 		recon_run_day_window(job, day, &win);
+		if (win.end <= win.start) {
+			/* a date the zone skipped (Pacific/Apia 2011-12-30): no hour of it exists
+			 */
+			char d[16];
+			recon_date_format(day, d, sizeof(d));
+			say(ctx, json, "recon run: job '%s': %s does not exist in %s (skipped)\n",
+			    job->name, d, job->tz_name);
+			continue;
+		}
 		code = one_window(ctx, st, &win, json);
 		if (code)
 			break; /* a failed day stops the range: later days wait for it */

@@ -43,6 +43,12 @@ static int db_err(struct recon_state *st, struct recon_err *err, const char *wha
 	bool cannot_write =
 	    e == SQLITE_FULL || e == SQLITE_IOERR || e == SQLITE_READONLY || e == SQLITE_CANTOPEN;
 
+	if (e == SQLITE_BUSY || e == SQLITE_LOCKED)
+		/* another job sharing the store held it past the busy timeout: a retry's turn */
+		return recon_err_set(err, RECON_ELOCKED, st->path,
+				     "%s: the state store is busy (another job sharing it held it "
+				     "for over 10 s); the next run retries",
+				     what);
 	return recon_err_set(err, cannot_write ? RECON_EWRITE : RECON_EIO, st->path, "%s: %s%s",
 			     what, sqlite3_errmsg(st->db),
 			     e == SQLITE_FULL || (e == SQLITE_IOERR && errno == ENOSPC)

@@ -145,5 +145,12 @@ check "rewrites the missing heartbeat" test -s "$E/state/recon.prom"
 sql "UPDATE watermarks SET reconciled_until_ms = $(date -u -d 2030-01-01 +%s000) WHERE mode = 't1'"
 expect_exit 2 "check: a watermark in the future is critical" "$RECON" check --job "$JOB" --max-age 30d
 check "and says so" grep -q "is in the future" "$WORK/out"
+
+# ---- a date the zone skipped is no day to reconcile ----------------------------
+jq '.timezone = "Pacific/Apia" | .upstream.allow_empty = true | .state = "state/apia.db" | .heartbeat = "state/apia.prom"' "$JOB" > "$E/apia.json"
+for d in 2011-12-29 2011-12-31; do echo "$H" > "$E/statements/$d.csv"; done
+RECON_NOW=2012-01-02T00:00:00Z expect_exit 0 "a rerun over Samoa's skipped day" "$RECON" rerun --job "$E/apia.json" --from 2011-12-29 --to 2011-12-31
+check "says the day does not exist" grep -q "2011-12-30 does not exist in Pacific/Apia (skipped)" "$WORK/out"
+check "runs the days around it" test "$(sqlite3 "$E/state/apia.db" "SELECT group_concat(business_date, ' ') FROM runs")" = "2011-12-29 2011-12-31"
 unset RECON_NOW
 finish
