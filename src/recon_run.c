@@ -958,10 +958,7 @@ record:
 			until = wm;
 		}
 		if ((rc = recon_state_success(st, job->name, recon_mode_name(ctx->mode), until,
-					      sum->run_id, ctx->now, sum->duration_ms, err)) < 0 ||
-		    (job->heartbeat_path &&
-		     (rc = recon_heartbeat_write_partition(st, job->name, &job->upstream.part,
-							   job->heartbeat_path, err)) < 0)) {
+					      sum->run_id, ctx->now, sum->duration_ms, err)) < 0) {
 			struct recon_err e3;
 			sum->success = false;
 			note_error(sum, err);
@@ -973,6 +970,17 @@ record:
 			if (recon_state_run_finish(st, sum->run_id, &res, &e3) < 0)
 				recon_log(RECON_LOG_ERROR, "cannot record the run's failure: %s",
 					  e3.msg);
+		} else if (job->heartbeat_path &&
+			   (rc = recon_heartbeat_write_partition(st, job->name, &job->upstream.part,
+								 job->heartbeat_path, err)) < 0) {
+			/*
+			 * The window is reconciled and its watermark committed: the run
+			 * stays recorded as the success it was. The invocation fails
+			 * (exit 73) so cron and systemd see it, and the next invocation
+			 * writes the heartbeat before anything else.
+			 */
+			sum->success = false;
+			note_error(sum, err);
 		}
 	}
 	goto out;

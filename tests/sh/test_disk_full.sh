@@ -28,6 +28,7 @@ fill
 expect_exit 73 "a heartbeat on a full disk" "$RECON" run --job "$JOB" --date 2024-01-16
 check "it names the heartbeat" grep -q "recon.prom" "$WORK/err"
 check "no heartbeat half-written" test ! -s "$T/hb/recon.prom"
+check "the run is recorded as the success it was (its watermark moved)" test "$(sql "SELECT outcome FROM runs")" = success
 room
 expect_exit 0 "with room again, the next invocation" "$RECON" run --job "$JOB"
 check "writes the heartbeat" test -s "$T/hb/recon.prom"
