@@ -58,6 +58,31 @@ static int db_fail(sqlite3 *db, const char *what)
 	return 1;
 }
 
+/* --format table|jsonl|csv: 0 with *fmt set, or 64 after saying why. */
+static int parse_format(const char *cmd, const char *format, int *fmt)
+{
+	*fmt = recon_report_format_from_name(format);
+	if (*fmt >= 0)
+		return 0;
+	fprintf(stderr, "recon %s: unknown format '%s' (table, jsonl or csv)\n", cmd, format);
+	return 64;
+}
+
+/* --run ID|latest: 0 with *run_id set (0: latest), or 64 after saying why. */
+static int parse_run(const char *cmd, const char *run, int64_t *run_id)
+{
+	char *end;
+
+	*run_id = 0;
+	if (!run || !strcmp(run, "latest"))
+		return 0;
+	*run_id = strtoll(run, &end, 10);
+	if (!*end && *run_id > 0)
+		return 0;
+	fprintf(stderr, "recon %s: --run takes a run id or 'latest'\n", cmd);
+	return 64;
+}
+
 int recon_cmd_diff(int argc, char **argv)
 {
 	const char *job_path = NULL, *run = NULL, *klass = NULL, *format = "table", *date = NULL,
@@ -87,11 +112,8 @@ int recon_cmd_diff(int argc, char **argv)
 	code = 0;
 	if (!job_path)
 		return recon_opt_missing("diff", "--job FILE");
-	fmt = recon_report_format_from_name(format);
-	if (fmt < 0) {
-		fprintf(stderr, "recon diff: unknown format '%s' (table, jsonl or csv)\n", format);
+	if (parse_format("diff", format, &fmt))
 		return 64;
-	}
 	if ((run != NULL) + (date != NULL) + open_items > 1 || (mode && !date && !open_items) ||
 	    (mode && strcmp(mode, "t1") && strcmp(mode, "hot"))) {
 		fputs(diff_usage, stderr);
@@ -103,14 +125,8 @@ int recon_cmd_diff(int argc, char **argv)
 		fprintf(stderr, "recon diff: unknown class '%s'\n", klass);
 		return 64;
 	}
-	if (run && strcmp(run, "latest")) {
-		char *end;
-		run_id = strtoll(run, &end, 10);
-		if (*end || run_id <= 0) {
-			fprintf(stderr, "recon diff: --run takes a run id or 'latest'\n");
-			return 64;
-		}
-	}
+	if (parse_run("diff", run, &run_id))
+		return 64;
 	if (recon_job_load(&job, job_path, &err) < 0 ||
 	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
@@ -772,12 +788,8 @@ int recon_cmd_tickets(int argc, char **argv)
 	code = 0;
 	if (!job_path)
 		return recon_opt_missing("tickets", "--job FILE");
-	fmt = recon_report_format_from_name(format);
-	if (fmt < 0) {
-		fprintf(stderr, "recon tickets: unknown format '%s' (table, jsonl or csv)\n",
-			format);
+	if (parse_format("tickets", format, &fmt))
 		return 64;
-	}
 	if (recon_job_load(&job, job_path, &err) < 0 ||
 	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
@@ -895,20 +907,10 @@ int recon_cmd_rejects(int argc, char **argv)
 	code = 0;
 	if (!job_path)
 		return recon_opt_missing("rejects", "--job FILE");
-	fmt = recon_report_format_from_name(format);
-	if (fmt < 0) {
-		fprintf(stderr, "recon rejects: unknown format '%s' (table, jsonl or csv)\n",
-			format);
+	if (parse_format("rejects", format, &fmt))
 		return 64;
-	}
-	if (run && strcmp(run, "latest")) {
-		char *end;
-		run_id = strtoll(run, &end, 10);
-		if (*end || run_id <= 0) {
-			fprintf(stderr, "recon rejects: --run takes a run id or 'latest'\n");
-			return 64;
-		}
-	}
+	if (parse_run("rejects", run, &run_id))
+		return 64;
 	if (recon_job_load(&job, job_path, &err) < 0 ||
 	    recon_partition_select(job, partition, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0) {
