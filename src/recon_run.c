@@ -185,11 +185,6 @@ static void progress(struct reader *rd)
 		  (unsigned long long)((up + local) * 1000 / (uint64_t)ms));
 }
 
-/*
- * Reads rows from rd->src into the compare until RECON_DONE. `lookup`: rows
- * come from a key lookup (no time filter, marked looked-up, not counted as
- * read twice).
- */
 /* A key asked for by a lookup (joined form, as the compare holds it). */
 struct asked_key {
 	const char *key;
@@ -429,8 +424,7 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		/*
 		 * Reading (and hashing) costs about its bytes: the side with the
 		 * bigger file applies fewer keys, so both threads end together
-		 * (50/50 ran 4.3 s against 3.2 s on a 900 MB statement and a 530 MB
-		 * flow; 30/70 ended both at 3.2 s).
+		 * (bench/README.md, "Splitting the compare between the readers").
 		 */
 		if (bu && bl)
 			recon_compare_balance(up->cmp, 50 - 80 * ((int64_t)bu - (int64_t)bl) /
@@ -716,36 +710,66 @@ static void free_lines(char **json, size_t n)
 	free(json);
 }
 
-int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
+/*
+ * One window's run between its phases (recon_run_window): what each phase
+ * hands to the next. run_release() frees it all, however far the run got.
+ */
+struct run {
+	const struct recon_ctx *ctx;
+	struct recon_state *st;
+	const struct recon_window *win;
+	struct recon_run_summary *sum;
+	struct recon_err *err; /* the run's first error */
+	int rc;		       /* the failing phase's error, else 0 */
+	bool begun;	       /* the run has its row in the state store */
+	int64_t t0;
+	struct phases ph;
+	/* read: the compare, and both readers (their sources stay open until act) */
+	struct recon_compare *cmp;
+	struct reader rds[2]; /* RECON_SIDE_* */
+	bool readers_live;
+	atomic_bool stop;
+	struct rejects rejects; /* both sides', the upstream's first */
+	bool rejects_stored;
+	/* evaluate: differences and pending items (borrowed from cmp), their JSON lines */
+	const struct recon_diff *diffs, *pend;
+	char **json, **pjson;
+	size_t ndiffs, npend;
+	struct contribs contribs;
+	/* record, act, finish */
+	struct recon_record rec;
+	struct recon_run_result res;
+	char up_sha[65], local_sha[65];
+	bool have_sha[2];
+};
+
+static void run_init(struct run *r, const struct recon_ctx *ctx, struct recon_state *st,
 		     const struct recon_window *win, struct recon_run_summary *sum,
 		     struct recon_err *err)
 {
-	const struct recon_job *job = ctx->job;
-	struct recon_run_info info;
-	struct recon_run_result res;
-	struct recon_source *up = NULL, *local = NULL;
-	struct recon_compare *cmp = NULL;
-	struct rejects rejects;
-	struct reader rds[2];
-	bool readers_live = false;
-	atomic_bool stop;
-	char date[16], config_sha[65], up_sha[65], local_sha[65];
-	bool have_sha[2] = {false, false};
-	bool rejects_stored = false, statement = false;
-	const struct recon_diff *diffs, *pend;
-	char **json = NULL, **pjson = NULL;
-	size_t ndiffs = 0, npend = 0;
-	struct contribs contribs = {0};
-	struct recon_record rec;
-	struct recon_item_counts ic;
-	int64_t t0 = monotonic_ms();
-	struct phases ph = {.last = t0, .last_cpu = cpu_ms()};
-	int rc = 0;
-
+	memset(r, 0, sizeof(*r));
+	r->ctx = ctx;
+	r->st = st;
+	r->win = win;
+	r->sum = sum;
+	r->err = err;
+	r->t0 = monotonic_ms();
+	r->ph = (struct phases){.last = r->t0, .last_cpu = cpu_ms()};
+	recon_arena_init(&r->rejects.arena);
 	memset(sum, 0, sizeof(*sum));
-	memset(&rejects, 0, sizeof(rejects));
-	recon_arena_init(&rejects.arena);
 	sum->win = *win;
+}
+
+/* begin: the run's row ("running"), and a first real run's watermark at its window's start. */
+static int run_begin(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	const struct recon_job *job = ctx->job;
+	const struct recon_window *win = r->win;
+	struct recon_run_info info;
+	char date[16], config_sha[65];
+	int rc;
+
 	recon_date_format(win->day, date, sizeof(date));
 	recon_sha256_hex(job->config_text, strlen(job->config_text), config_sha);
 	info = (struct recon_run_info){
@@ -758,36 +782,52 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 	    .started_at = ctx->now,
 	    .config_sha256 = config_sha,
 	};
-	if ((rc = recon_state_run_begin(st, &info, &sum->run_id, err)) < 0)
-		goto fail_unrecorded;
+	if ((rc = recon_state_run_begin(r->st, &info, &r->sum->run_id, r->err)) < 0)
+		return r->rc = rc;
+	r->begun = true;
 	if (!ctx->dry_run &&
-	    (rc = recon_state_watermark_seed(st, job->name, recon_mode_name(ctx->mode), win->start,
-					     ctx->now, err)) < 0)
-		goto fail;
+	    (rc = recon_state_watermark_seed(r->st, job->name, recon_mode_name(ctx->mode),
+					     win->start, ctx->now, r->err)) < 0)
+		return r->rc = rc;
+	return 0;
+}
+
+/*
+ * read: both sides, the ledger and the lookups into the compare; nothing is
+ * written. Then the rejects of both sides, in read order, into the run's.
+ */
+static int run_read(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	const struct recon_job *job = ctx->job;
+	const struct recon_window *win = r->win;
+	struct reader *rds = r->rds;
+	bool statement;
+	int rc;
+
 	statement = job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1;
 
 	/* a t1 statement file is its day's window; in hot windows entry times decide */
 	for (int attempt = 0;; attempt++) {
-		cmp = recon_compare_new(job, win, ctx->now, statement);
-		atomic_init(&stop, false);
-		reader_init(&rds[RECON_SIDE_UPSTREAM], win, cmp, &job->upstream,
-			    RECON_SIDE_UPSTREAM, &stop);
-		reader_init(&rds[RECON_SIDE_LOCAL], win, cmp, &job->local, RECON_SIDE_LOCAL, &stop);
+		r->cmp = recon_compare_new(job, win, ctx->now, statement);
+		atomic_init(&r->stop, false);
+		reader_init(&rds[RECON_SIDE_UPSTREAM], win, r->cmp, &job->upstream,
+			    RECON_SIDE_UPSTREAM, &r->stop);
+		reader_init(&rds[RECON_SIDE_LOCAL], win, r->cmp, &job->local, RECON_SIDE_LOCAL,
+			    &r->stop);
 		rds[RECON_SIDE_UPSTREAM].window_only = !statement;
-		readers_live = true;
-		rc = read_both(ctx, rds, attempt == 0, err);
-		phase_mark(&ph, "read");
-		up = rds[RECON_SIDE_UPSTREAM].src;
-		local = rds[RECON_SIDE_LOCAL].src;
+		r->readers_live = true;
+		rc = read_both(ctx, rds, attempt == 0, r->err);
+		phase_mark(&r->ph, "read");
 		/* the keys' history and the open items: evaluated with this window's rows */
 		if (rc == 0)
-			rc = ledger_in(ctx, st, win, cmp, err);
-		phase_mark(&ph, "ledger");
+			rc = ledger_in(ctx, r->st, win, r->cmp, r->err);
+		phase_mark(&r->ph, "ledger");
 		/* certainty before assertion: look up by key, without a time bound */
-		if (rc == 0 && (rc = lookups(&rds[RECON_SIDE_LOCAL], err)) == 0)
-			rc = lookups(&rds[RECON_SIDE_UPSTREAM], err);
-		phase_mark(&ph, "lookups");
-		if (rc < 0 || recon_compare_ids_distinct(cmp))
+		if (rc == 0 && (rc = lookups(&rds[RECON_SIDE_LOCAL], r->err)) == 0)
+			rc = lookups(&rds[RECON_SIDE_UPSTREAM], r->err);
+		phase_mark(&r->ph, "lookups");
+		if (rc < 0 || recon_compare_ids_distinct(r->cmp))
 			break;
 		/*
 		 * The statement was read speculating that it lists no entry twice,
@@ -797,210 +837,297 @@ int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		recon_log(RECON_LOG_INFO,
 			  "%s: an entry id appears twice (or two share a fingerprint); reading "
 			  "the inputs again with exact duplicate checks",
-			  up->name);
-		recon_source_close(up);
-		recon_source_close(local);
-		up = local = NULL;
-		recon_compare_free(cmp);
-		cmp = NULL;
-		reader_release(&rds[RECON_SIDE_UPSTREAM]);
-		reader_release(&rds[RECON_SIDE_LOCAL]);
-		readers_live = false;
+			  rds[RECON_SIDE_UPSTREAM].src->name);
+		for (int i = 0; i < 2; i++) {
+			recon_source_close(rds[i].src);
+			rds[i].src = NULL;
+			reader_release(&rds[i]);
+		}
+		recon_compare_free(r->cmp);
+		r->cmp = NULL;
+		r->readers_live = false;
 	}
 	/* rejects in read order: the upstream's, then the local flow's */
-	reader_merge(&rds[RECON_SIDE_UPSTREAM], &rejects, sum);
-	reader_merge(&rds[RECON_SIDE_LOCAL], &rejects, sum);
-	if (rc < 0)
-		goto fail;
-	recon_compare_classify(cmp);
-	sum->counts = *recon_compare_counts(cmp);
+	reader_merge(&rds[RECON_SIDE_UPSTREAM], &r->rejects, r->sum);
+	reader_merge(&rds[RECON_SIDE_LOCAL], &r->rejects, r->sum);
+	return rc < 0 ? (r->rc = rc) : 0;
+}
+
+/* evaluate: the classification, the difference lines and the window's contributions. */
+static int run_evaluate(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	const struct recon_job *job = ctx->job;
+	const struct recon_source *up = r->rds[RECON_SIDE_UPSTREAM].src;
+	const struct recon_source *local = r->rds[RECON_SIDE_LOCAL].src;
+	struct recon_run_summary *sum = r->sum;
+	struct render rj;
+	pthread_t th;
+	bool threaded;
+
+	recon_compare_classify(r->cmp);
+	sum->counts = *recon_compare_counts(r->cmp);
 	for (int i = 0; i < 2; i++)
 		sum->counts.rows_other[i] += sum->rows_other[i];
-	phase_mark(&ph, "classify");
+	phase_mark(&r->ph, "classify");
 	/* the difference lines are built on a second thread while the contributions are gathered */
-	diffs = recon_compare_diffs(cmp, &ndiffs);
-	pend = recon_compare_pending(cmp, &npend);
-	{
-		struct render rj = {job, diffs, NULL, ndiffs, up->name, local->name};
-		pthread_t th;
-		bool threaded;
-		rj.json = json = recon_xcalloc(ndiffs ? ndiffs : 1, sizeof(*json));
-		threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
-		pjson = render_lines(job, pend, npend, up->name, local->name);
-		/* in key order: the ledger's B-tree takes them as appends, not at random */
-		if (!ctx->dry_run) {
-			recon_compare_contributions(cmp, contrib_one, &contribs);
-			if (contribs.n)
-				qsort(contribs.v, contribs.n, sizeof(*contribs.v), contrib_cmp);
-		}
-		if (threaded)
-			pthread_join(th, NULL);
-		else
-			render_thread(&rj);
-		phase_mark(&ph, "report");
+	r->diffs = recon_compare_diffs(r->cmp, &r->ndiffs);
+	r->pend = recon_compare_pending(r->cmp, &r->npend);
+	rj = (struct render){job, r->diffs, NULL, r->ndiffs, up->name, local->name};
+	rj.json = r->json = recon_xcalloc(r->ndiffs ? r->ndiffs : 1, sizeof(*r->json));
+	threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
+	r->pjson = render_lines(job, r->pend, r->npend, up->name, local->name);
+	/* in key order: the ledger's B-tree takes them as appends, not at random */
+	if (!ctx->dry_run) {
+		recon_compare_contributions(r->cmp, contrib_one, &r->contribs);
+		if (r->contribs.n)
+			qsort(r->contribs.v, r->contribs.n, sizeof(*r->contribs.v), contrib_cmp);
 	}
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		render_thread(&rj);
+	phase_mark(&r->ph, "report");
+	return 0;
+}
 
-	rejects_stored = true;
-	if (rejects.n &&
-	    (rc = recon_state_add_rejects(st, sum->run_id, rejects.v, rejects.n, err)) < 0)
-		goto fail;
-	if ((int64_t)rejects.total > job->max_rejects) {
-		rc = recon_err_set(err, RECON_EINPUT, NULL,
-				   "%llu row%s rejected (max_rejects %lld); first: %s",
-				   (unsigned long long)rejects.total, rejects.total == 1 ? "" : "s",
-				   (long long)job->max_rejects, rejects.first);
-		goto fail;
-	}
+/*
+ * record: the rejects (too many fail the run here), then the differences and
+ * the ledger, each committed in its own transaction.
+ */
+static int run_record(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	const struct recon_job *job = ctx->job;
+	const struct rejects *rejects = &r->rejects;
+	struct recon_run_summary *sum = r->sum;
+	struct recon_item_counts ic;
+	int rc;
 
-	rec = (struct recon_record){
+	r->rejects_stored = true;
+	if (rejects->n &&
+	    (rc = recon_state_add_rejects(r->st, sum->run_id, rejects->v, rejects->n, r->err)) < 0)
+		return r->rc = rc;
+	if ((int64_t)rejects->total > job->max_rejects)
+		return r->rc = recon_err_set(r->err, RECON_EINPUT, NULL,
+					     "%llu row%s rejected (max_rejects %lld); first: %s",
+					     (unsigned long long)rejects->total,
+					     rejects->total == 1 ? "" : "s",
+					     (long long)job->max_rejects, rejects->first);
+	r->rec = (struct recon_record){
 	    .job = job->name,
 	    .mode = recon_mode_name(ctx->mode),
 	    .run_id = sum->run_id,
 	    .now = ctx->now,
-	    .window_start = win->start,
-	    .window_end = win->end,
-	    .diffs = diffs,
-	    .json = json,
-	    .n = ndiffs,
-	    .pending = pend,
-	    .pjson = pjson,
-	    .npending = npend,
-	    .cmp = cmp,
+	    .window_start = r->win->start,
+	    .window_end = r->win->end,
+	    .diffs = r->diffs,
+	    .json = r->json,
+	    .n = r->ndiffs,
+	    .pending = r->pend,
+	    .pjson = r->pjson,
+	    .npending = r->npend,
+	    .cmp = r->cmp,
 	    .ledger = !ctx->dry_run,
 	    .settled_ms = job->ledger_settled_ms,
 	    .retention_ms = job->ledger_retention_ms,
 	};
-	if ((rc = recon_state_record_diffs(st, &rec, &ic, err)) < 0 ||
-	    (!ctx->dry_run &&
-	     (rc = recon_state_ledger_save(st, &rec, contribs.v, contribs.n, err)) < 0))
-		goto fail;
+	if ((rc = recon_state_record_diffs(r->st, &r->rec, &ic, r->err)) < 0 ||
+	    (!ctx->dry_run && (rc = recon_state_ledger_save(r->st, &r->rec, r->contribs.v,
+							    r->contribs.n, r->err)) < 0))
+		return r->rc = rc;
 	sum->resolved = ic.resolved;
 	sum->superseded = ic.superseded;
 	sum->settled = ic.settled;
-	phase_mark(&ph, "record");
-	/* differences are committed: now act on them, each action idempotent */
-	end_reads(&up, &local, up_sha, local_sha, have_sha);
-	if ((rc = recon_actions_run(job, st, &rec, ctx->dry_run, &sum->actions, err)) < 0)
-		goto fail;
-	phase_mark(&ph, "actions");
+	phase_mark(&r->ph, "record");
+	return 0;
+}
 
-	sum->duration_ms = monotonic_ms() - t0;
-	sum->success = true;
-	res = (struct recon_run_result){0};
-	res.outcome = "success";
-	res.finished_at = ctx->now + sum->duration_ms;
-	goto record;
+/* act: the readers end, then the actions on the committed differences, each idempotent. */
+static int run_act(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	int rc;
 
-fail:
-	sum->duration_ms = monotonic_ms() - t0;
-	note_error(sum, err);
-	if (!rejects_stored && rejects.n) {
+	end_reads(&r->rds[RECON_SIDE_UPSTREAM].src, &r->rds[RECON_SIDE_LOCAL].src, r->up_sha,
+		  r->local_sha, r->have_sha);
+	if ((rc = recon_actions_run(ctx->job, r->st, &r->rec, ctx->dry_run, &r->sum->actions,
+				    r->err)) < 0)
+		return r->rc = rc;
+	phase_mark(&r->ph, "actions");
+	return 0;
+}
+
+/*
+ * finish: the run's row gets its outcome, counts and provenance (the inputs'
+ * SHA-256 as read, files read whole only). A failed run keeps its rejects;
+ * a success the store cannot record becomes a failure.
+ */
+static void run_finish(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	struct recon_run_summary *sum = r->sum;
+	struct recon_run_result *res = &r->res;
+	struct recon_err e;
+
+	if (!r->begun) {
+		note_error(sum, r->err); /* no row to finish */
+		return;
+	}
+	sum->duration_ms = monotonic_ms() - r->t0;
+	*res = (struct recon_run_result){0};
+	if (!r->rc) {
+		sum->success = true;
+		res->outcome = "success";
+	} else {
+		note_error(sum, r->err);
+		recon_err_init(&e);
 		/* a run stopped before classifying (control totals): its rejects are kept too */
-		struct recon_err e3;
-		recon_err_init(&e3);
-		if (recon_state_add_rejects(st, sum->run_id, rejects.v, rejects.n, &e3) < 0)
-			recon_log(RECON_LOG_WARN, "cannot store the rejects: %s", e3.msg);
+		if (!r->rejects_stored && r->rejects.n &&
+		    recon_state_add_rejects(r->st, sum->run_id, r->rejects.v, r->rejects.n, &e) < 0)
+			recon_log(RECON_LOG_WARN, "cannot store the rejects: %s", e.msg);
+		res->outcome = "failed";
+		res->exit_code = sum->exit_code;
+		res->error = sum->error;
 	}
-	res = (struct recon_run_result){0};
-	res.outcome = "failed";
-	res.exit_code = sum->exit_code;
-	res.error = sum->error;
-	res.finished_at = ctx->now + sum->duration_ms;
-record:
-	/* provenance: the inputs' SHA-256 as read (files read whole only) */
-	end_reads(&up, &local, up_sha, local_sha, have_sha);
-	res.upstream_sha256 = have_sha[0] ? up_sha : NULL;
-	res.local_sha256 = have_sha[1] ? local_sha : NULL;
-	res.rows_upstream = sum->rows_read[0];
-	res.rows_local = sum->rows_read[1];
-	res.rows_rejected = sum->rows_rejected[0] + sum->rows_rejected[1];
-	res.rows_skipped = sum->rows_skipped;
-	res.rows_other = sum->counts.rows_other[0] + sum->counts.rows_other[1];
-	res.keys_compared = sum->counts.keys_owned;
-	res.matched = sum->counts.matched;
-	res.in_flight = sum->counts.in_flight;
-	res.resolved = sum->resolved;
-	res.superseded = sum->superseded;
-	res.awaiting = sum->counts.awaiting;
-	memcpy(res.classes, sum->counts.classes, sizeof(res.classes));
-	{
-		struct recon_err e2;
-		recon_err_init(&e2);
-		if (recon_state_run_finish(st, sum->run_id, &res, &e2) < 0 && sum->success) {
-			*err = e2;
-			rc = e2.code;
-			sum->success = false;
-			note_error(sum, err);
-		}
+	res->finished_at = ctx->now + sum->duration_ms;
+	end_reads(&r->rds[RECON_SIDE_UPSTREAM].src, &r->rds[RECON_SIDE_LOCAL].src, r->up_sha,
+		  r->local_sha, r->have_sha);
+	res->upstream_sha256 = r->have_sha[0] ? r->up_sha : NULL;
+	res->local_sha256 = r->have_sha[1] ? r->local_sha : NULL;
+	res->rows_upstream = sum->rows_read[0];
+	res->rows_local = sum->rows_read[1];
+	res->rows_rejected = sum->rows_rejected[0] + sum->rows_rejected[1];
+	res->rows_skipped = sum->rows_skipped;
+	res->rows_other = sum->counts.rows_other[0] + sum->counts.rows_other[1];
+	res->keys_compared = sum->counts.keys_owned;
+	res->matched = sum->counts.matched;
+	res->in_flight = sum->counts.in_flight;
+	res->resolved = sum->resolved;
+	res->superseded = sum->superseded;
+	res->awaiting = sum->counts.awaiting;
+	memcpy(res->classes, sum->counts.classes, sizeof(res->classes));
+	recon_err_init(&e);
+	if (recon_state_run_finish(r->st, sum->run_id, res, &e) < 0 && sum->success) {
+		*r->err = e;
+		r->rc = e.code;
+		sum->success = false;
+		note_error(sum, r->err);
 	}
-	if (sum->success && !ctx->dry_run) {
-		/*
-		 * Last: the watermark, then the heartbeat that exports it. The
-		 * watermark only moves over contiguous windows: a day run ahead of
-		 * an unreconciled gap leaves it where it is.
-		 */
-		int64_t wm = 0, until = win->end;
-		int g =
-		    recon_state_watermark_get(st, job->name, recon_mode_name(ctx->mode), &wm, err);
-		if (g < 0 && g != RECON_ENOTFOUND) {
-			rc = g;
-			sum->success = false;
-			note_error(sum, err);
-			goto out;
-		}
-		if (g == 0 && win->start > wm) {
-			char a[40];
-			recon_time_format_utc(wm, a, sizeof(a));
-			recon_log(RECON_LOG_WARN,
-				  "watermark stays at %s: the windows before this one are not "
-				  "reconciled yet",
-				  a);
-			until = wm;
-		}
-		if ((rc = recon_state_success(st, job->name, recon_mode_name(ctx->mode), until,
-					      sum->run_id, ctx->now, sum->duration_ms, err)) < 0) {
-			struct recon_err e3;
-			sum->success = false;
-			note_error(sum, err);
-			/* the run row said success: it must not outlive this failure */
-			res.outcome = "failed";
-			res.exit_code = sum->exit_code;
-			res.error = sum->error;
-			recon_err_init(&e3);
-			if (recon_state_run_finish(st, sum->run_id, &res, &e3) < 0)
-				recon_log(RECON_LOG_ERROR, "cannot record the run's failure: %s",
-					  e3.msg);
-		} else if (job->heartbeat_path &&
-			   (rc = recon_heartbeat_write_partition(st, job->name, &job->upstream.part,
-								 job->heartbeat_path, err)) < 0) {
-			/*
-			 * The window is reconciled and its watermark committed: the run
-			 * stays recorded as the success it was. The invocation fails
-			 * (exit 73) so cron and systemd see it, and the next invocation
-			 * writes the heartbeat before anything else.
-			 */
-			sum->success = false;
-			note_error(sum, err);
-		}
-	}
-	goto out;
+}
 
-fail_unrecorded:
-	note_error(sum, err);
-out:
-	phase_mark(&ph, "finish");
-	phase_log(&ph);
-	free_lines(json, ndiffs);
-	free_lines(pjson, npend);
-	free(contribs.v);
-	recon_source_close(up);
-	recon_source_close(local);
-	recon_compare_free(cmp);
-	if (readers_live) {
-		reader_release(&rds[RECON_SIDE_UPSTREAM]);
-		reader_release(&rds[RECON_SIDE_LOCAL]);
+/*
+ * advance, a success's last step (not a dry run's): the watermark, then the
+ * heartbeat that exports it. The watermark only moves over contiguous
+ * windows: a day run ahead of an unreconciled gap leaves it where it is.
+ */
+static void run_advance(struct run *r)
+{
+	const struct recon_ctx *ctx = r->ctx;
+	const struct recon_job *job = ctx->job;
+	const struct recon_window *win = r->win;
+	struct recon_run_summary *sum = r->sum;
+	struct recon_err *err = r->err;
+	int64_t wm = 0, until = win->end;
+	int g, rc;
+
+	if (!sum->success || ctx->dry_run)
+		return;
+	g = recon_state_watermark_get(r->st, job->name, recon_mode_name(ctx->mode), &wm, err);
+	if (g < 0 && g != RECON_ENOTFOUND) {
+		r->rc = g;
+		sum->success = false;
+		note_error(sum, err);
+		return;
 	}
-	free(rejects.v);
-	recon_arena_release(&rejects.arena);
-	return sum->success ? 0 : (rc < 0 ? rc : RECON_EINTERNAL);
+	if (g == 0 && win->start > wm) {
+		char a[40];
+		recon_time_format_utc(wm, a, sizeof(a));
+		recon_log(RECON_LOG_WARN,
+			  "watermark stays at %s: the windows before this one are not "
+			  "reconciled yet",
+			  a);
+		until = wm;
+	}
+	if ((rc = recon_state_success(r->st, job->name, recon_mode_name(ctx->mode), until,
+				      sum->run_id, ctx->now, sum->duration_ms, err)) < 0) {
+		struct recon_err e3;
+		r->rc = rc;
+		sum->success = false;
+		note_error(sum, err);
+		/* the run row said success: it must not outlive this failure */
+		r->res.outcome = "failed";
+		r->res.exit_code = sum->exit_code;
+		r->res.error = sum->error;
+		recon_err_init(&e3);
+		if (recon_state_run_finish(r->st, sum->run_id, &r->res, &e3) < 0)
+			recon_log(RECON_LOG_ERROR, "cannot record the run's failure: %s", e3.msg);
+	} else if (job->heartbeat_path &&
+		   (rc = recon_heartbeat_write_partition(r->st, job->name, &job->upstream.part,
+							 job->heartbeat_path, err)) < 0) {
+		/*
+		 * The window is reconciled and its watermark committed: the run
+		 * stays recorded as the success it was. The invocation fails
+		 * (exit 73) so cron and systemd see it, and the next invocation
+		 * writes the heartbeat before anything else.
+		 */
+		r->rc = rc;
+		sum->success = false;
+		note_error(sum, err);
+	}
+}
+
+/* Frees what the phases left; returns the run's result (recon_run_window). */
+static int run_release(struct run *r)
+{
+	phase_mark(&r->ph, "finish");
+	phase_log(&r->ph);
+	free_lines(r->json, r->ndiffs);
+	free_lines(r->pjson, r->npend);
+	free(r->contribs.v);
+	recon_source_close(r->rds[RECON_SIDE_UPSTREAM].src);
+	recon_source_close(r->rds[RECON_SIDE_LOCAL].src);
+	recon_compare_free(r->cmp);
+	if (r->readers_live) {
+		reader_release(&r->rds[RECON_SIDE_UPSTREAM]);
+		reader_release(&r->rds[RECON_SIDE_LOCAL]);
+	}
+	free(r->rejects.v);
+	recon_arena_release(&r->rejects.arena);
+	return r->sum->success ? 0 : (r->rc < 0 ? r->rc : RECON_EINTERNAL);
+}
+
+/*
+ * One window, in phases; each runs only when those before it succeeded, and
+ * finish and advance look at how far the run got. Why a crash or a failure
+ * at any point leaves a state a rerun completes (DESIGN "Repeatable and
+ * idempotent", "Days, watermarks and locks"):
+ *   begin     the run's row says "running" (the next invocation, holding the
+ *             lock, marks it abandoned); a first run seeds the watermark at its
+ *             window's start, so a later day cannot jump over this one.
+ *   read      every source opened read-only, the ledger read: nothing written.
+ *   evaluate  classification and difference lines, in memory only.
+ *   record    rejects, differences and ledger committed; a rerun replaces the
+ *             window's contributions, so recording twice is recording once.
+ *   act       the readers end first (no snapshot or connection held through
+ *             the actions), then the actions, each idempotent (a replay commits
+ *             with its idempotency record; a ticket or event is unique on job,
+ *             key and class): a rerun repeats none.
+ *   finish    the row gets its outcome. A failed run stops here: nothing a
+ *             later run reads as progress (a watermark, a success) is stored.
+ *   advance   only a success, after its differences and actions committed:
+ *             the watermark, then the heartbeat that exports it.
+ */
+int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
+		     const struct recon_window *win, struct recon_run_summary *sum,
+		     struct recon_err *err)
+{
+	struct run r;
+
+	run_init(&r, ctx, st, win, sum, err);
+	if (run_begin(&r) == 0 && run_read(&r) == 0 && run_evaluate(&r) == 0 && run_record(&r) == 0)
+		run_act(&r);
+	run_finish(&r);
+	run_advance(&r);
+	return run_release(&r);
 }
