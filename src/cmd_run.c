@@ -420,7 +420,6 @@ struct plan {
 	bool sequential;
 };
 
-/* Runs the plan against the job's state store (a partition's, when it is one). */
 /*
  * A heartbeat the last run could not write (a full disk after its watermark
  * moved) is written again by the next invocation, before anything else, so
@@ -442,6 +441,7 @@ static void refresh_heartbeat(const struct recon_ctx *ctx, struct recon_state *s
 			  job->heartbeat_path, e.msg);
 }
 
+/* Runs the plan against the job's state store (a partition's, when it is one). */
 static int run_store(struct recon_ctx *ctx, const struct plan *plan)
 {
 	const struct recon_job *job = ctx->job;
@@ -562,117 +562,156 @@ static int run_partitions(struct recon_ctx *ctx, struct recon_job *job, const ch
 	return code;
 }
 
-int recon_cmd_run(int argc, char **argv)
+/* The options of run and rerun, as given. */
+struct run_opts {
+	bool rerun;
+	const char *job_path, *mode, *date, *from, *to, *upstream;
+	bool dry_run, json, quiet, verbose;
+	const char *partition, *partitions;
+	bool sequential;
+};
+
+/*
+ * Parses the options, sets the log level, and refuses combinations that
+ * cannot run. Returns the exit code when the command ends here, else -1.
+ */
+static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
-	const bool rerun = !strcmp(argv[0], "rerun");
-	const char *job_path = NULL, *mode = NULL, *date = NULL, *from = NULL, *to = NULL,
-		   *upstream = NULL;
-	bool dry_run = false, json = false, quiet = false, verbose = false;
-	struct plan plan = {0};
+	const char *cmd = argv[0];
 	struct recon_opt opts[] = {
-	    {"job", true, &job_path, NULL},
-	    {"mode", true, &mode, NULL},
-	    {"date", true, &date, NULL},
-	    {"from", true, &from, NULL},
-	    {"to", true, &to, NULL},
-	    {"upstream", true, &upstream, NULL},
-	    {"dry-run", false, NULL, &dry_run},
-	    {"json", false, NULL, &json},
-	    {"quiet", false, NULL, &quiet},
-	    {"verbose", false, NULL, &verbose},
-	    {"partition", true, &plan.partition, NULL},
-	    {"partitions", true, &plan.partitions, NULL},
-	    {"sequential", false, NULL, &plan.sequential},
+	    {"job", true, &o->job_path, NULL},
+	    {"mode", true, &o->mode, NULL},
+	    {"date", true, &o->date, NULL},
+	    {"from", true, &o->from, NULL},
+	    {"to", true, &o->to, NULL},
+	    {"upstream", true, &o->upstream, NULL},
+	    {"dry-run", false, NULL, &o->dry_run},
+	    {"json", false, NULL, &o->json},
+	    {"quiet", false, NULL, &o->quiet},
+	    {"verbose", false, NULL, &o->verbose},
+	    {"partition", true, &o->partition, NULL},
+	    {"partitions", true, &o->partitions, NULL},
+	    {"sequential", false, NULL, &o->sequential},
 	    {NULL, false, NULL, NULL},
 	};
-	struct recon_job *job = NULL;
-	struct recon_ctx ctx = {0};
-	struct recon_err err;
-	int64_t first = 0, last = -1;
-	int code = 0;
+	int code;
 
-	recon_err_init(&err);
-	if ((code = recon_opt_start(argc, argv, opts, rerun ? rerun_usage : run_usage)) >= 0)
+	if ((code = recon_opt_start(argc, argv, opts, o->rerun ? rerun_usage : run_usage)) >= 0)
 		return code;
-	code = 0;
-	if (quiet)
+	if (o->quiet)
 		recon_log_set_level(RECON_LOG_WARN);
-	else if (verbose)
+	else if (o->verbose)
 		recon_log_set_level(RECON_LOG_DEBUG);
-	if (!job_path)
-		return recon_opt_missing(argv[0], "--job FILE");
-	if (rerun && (!from || !to))
+	if (!o->job_path)
+		return recon_opt_missing(cmd, "--job FILE");
+	if (o->rerun && (!o->from || !o->to))
 		return recon_opt_missing("rerun", "--from and --to");
-	if ((rerun && (date || mode)) || (!rerun && (from || to))) {
-		fprintf(stderr, "recon %s: %s; try 'recon %s --help'\n", argv[0],
-			rerun ? "rerun takes --from and --to, not --date or --mode"
-			      : "run takes --date, not --from or --to (that is 'recon rerun')",
-			argv[0]);
+	if ((o->rerun && (o->date || o->mode)) || (!o->rerun && (o->from || o->to))) {
+		fprintf(stderr, "recon %s: %s; try 'recon %s --help'\n", cmd,
+			o->rerun ? "rerun takes --from and --to, not --date or --mode"
+				 : "run takes --date, not --from or --to (that is 'recon rerun')",
+			cmd);
 		return 64;
 	}
-	if (mode && strcmp(mode, "t1") && strcmp(mode, "hot")) {
-		fprintf(stderr, "recon run: unknown mode '%s' (t1 or hot)\n", mode);
+	if (o->mode && strcmp(o->mode, "t1") && strcmp(o->mode, "hot")) {
+		fprintf(stderr, "recon run: unknown mode '%s' (t1 or hot)\n", o->mode);
 		return 64;
 	}
-	ctx.mode = mode && !strcmp(mode, "hot") ? RECON_MODE_HOT : RECON_MODE_T1;
-	if (ctx.mode == RECON_MODE_HOT && date) {
+	if (o->mode && !strcmp(o->mode, "hot") && o->date) {
 		fprintf(stderr, "recon run: --date applies to t1 runs; hot windows follow the "
 				"watermark\n");
 		return 64;
 	}
-	if (recon_job_load(&job, job_path, &err) < 0) {
-		code = fail(&err);
-		goto out;
-	}
+	return -1;
+}
+
+/*
+ * Loads the job into *job (caller frees with recon_job_free), with the
+ * statement of --upstream when given. Returns the exit code on failure, else -1.
+ */
+static int load_job(const char *cmd, const struct run_opts *o, enum recon_mode mode,
+		    struct recon_job **job, struct recon_err *err)
+{
+	if (recon_job_load(job, o->job_path, err) < 0)
+		return fail(err);
 	/* --upstream FILE|-: one statement, so one window (a t1 day named by --date) */
-	if (upstream &&
-	    (ctx.mode == RECON_MODE_HOT || (!rerun && !date) || (rerun && strcmp(from, to) != 0))) {
+	if (o->upstream && (mode == RECON_MODE_HOT || (!o->rerun && !o->date) ||
+			    (o->rerun && strcmp(o->from, o->to) != 0))) {
 		fprintf(stderr,
 			"recon %s: --upstream is one statement: name its day with --date "
 			"(t1), or --from D --to D\n",
-			argv[0]);
-		code = 64;
-		goto out;
+			cmd);
+		return 64;
 	}
-	if (upstream && recon_job_override_upstream(job, upstream, &err) < 0) {
-		code = fail(&err);
-		goto out;
+	if (o->upstream && recon_job_override_upstream(*job, o->upstream, err) < 0)
+		return fail(err);
+	return -1;
+}
+
+/*
+ * rerun: the days from --from to --to, never one not yet due. Returns the
+ * exit code when there is nothing to run, else -1.
+ */
+static int rerun_days(const struct recon_ctx *ctx, const struct run_opts *o, int64_t *first,
+		      int64_t *last, struct recon_err *err)
+{
+	if (recon_date_parse(o->from, first, err) < 0 || recon_date_parse(o->to, last, err) < 0) {
+		fail(err);
+		return 64;
 	}
+	if (*last < *first) {
+		fprintf(stderr, "recon rerun: --to %s is before --from %s\n", o->to, o->from);
+		return 64;
+	}
+	/* a rerun never reaches a day not yet due */
+	if (*first > last_due_day(ctx))
+		return not_due(ctx, "rerun", *first);
+	if (*last > last_due_day(ctx)) {
+		char d[16];
+		*last = last_due_day(ctx);
+		recon_date_format(*last, d, sizeof(d));
+		recon_log(RECON_LOG_WARN, "rerun stops at %s: the days after it are not due yet",
+			  d);
+	}
+	return -1;
+}
+
+int recon_cmd_run(int argc, char **argv)
+{
+	struct run_opts o = {.rerun = !strcmp(argv[0], "rerun")};
+	struct recon_job *job = NULL;
+	struct recon_ctx ctx = {0};
+	struct recon_err err;
+	int64_t first = 0, last = -1;
+	struct plan plan;
+	int code;
+
+	recon_err_init(&err);
+	if ((code = parse_opts(argc, argv, &o)) >= 0)
+		return code;
+	ctx.mode = o.mode && !strcmp(o.mode, "hot") ? RECON_MODE_HOT : RECON_MODE_T1;
+	if ((code = load_job(argv[0], &o, ctx.mode, &job, &err)) >= 0)
+		goto out;
 	ctx.job = job;
-	ctx.dry_run = dry_run;
-	ctx.quiet = quiet;
+	ctx.dry_run = o.dry_run;
+	ctx.quiet = o.quiet;
 	if (recon_time_now(&ctx.now, &err) < 0) {
 		code = fail(&err);
 		goto out;
 	}
-	if (rerun) {
-		if (recon_date_parse(from, &first, &err) < 0 ||
-		    recon_date_parse(to, &last, &err) < 0) {
-			code = 64;
-			fail(&err);
-			goto out;
-		}
-		if (last < first) {
-			fprintf(stderr, "recon rerun: --to %s is before --from %s\n", to, from);
-			code = 64;
-			goto out;
-		}
-		/* a rerun never reaches a day not yet due */
-		if (first > last_due_day(&ctx)) {
-			code = not_due(&ctx, "rerun", first);
-			goto out;
-		}
-		if (last > last_due_day(&ctx)) {
-			char d[16];
-			last = last_due_day(&ctx);
-			recon_date_format(last, d, sizeof(d));
-			recon_log(RECON_LOG_WARN,
-				  "rerun stops at %s: the days after it are not due yet", d);
-		}
-	}
-	plan = (struct plan){rerun,	      json,	      date, first, last, plan.partition,
-			     plan.partitions, plan.sequential};
-	code = run_partitions(&ctx, job, job_path, &plan, &err);
+	if (o.rerun && (code = rerun_days(&ctx, &o, &first, &last, &err)) >= 0)
+		goto out;
+	plan = (struct plan){
+	    .rerun = o.rerun,
+	    .json = o.json,
+	    .date = o.date,
+	    .first = first,
+	    .last = last,
+	    .partition = o.partition,
+	    .partitions = o.partitions,
+	    .sequential = o.sequential,
+	};
+	code = run_partitions(&ctx, job, o.job_path, &plan, &err);
 out:
 	recon_job_free(job);
 	return code;
