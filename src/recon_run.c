@@ -1107,8 +1107,9 @@ static int run_release(struct run *r)
  *             window's start, so a later day cannot jump over this one.
  *   read      every source opened read-only, the ledger read: nothing written.
  *   evaluate  classification and difference lines, in memory only.
- *   record    rejects, differences and ledger committed; a rerun replaces the
- *             window's contributions, so recording twice is recording once.
+ *   record    rejects, differences, open items and the window's ledger
+ *             contributions committed; a rerun keeps an item already open and
+ *             replaces the contributions: a window recorded twice counts once.
  *   act       the readers end first (no snapshot or connection held through
  *             the actions), then the actions, each idempotent (a replay commits
  *             with its idempotency record; a ticket or event is unique on job,
@@ -1116,7 +1117,8 @@ static int run_release(struct run *r)
  *   finish    the row gets its outcome. A failed run stops here: nothing a
  *             later run reads as progress (a watermark, a success) is stored.
  *   advance   only a success, after its differences and actions committed:
- *             the watermark, then the heartbeat that exports it.
+ *             the watermark (one that cannot be written turns the row back to
+ *             failed), then the heartbeat that exports it.
  */
 int recon_run_window(const struct recon_ctx *ctx, struct recon_state *st,
 		     const struct recon_window *win, struct recon_run_summary *sum,
