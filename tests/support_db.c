@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 #include <mysql.h>
@@ -218,6 +219,45 @@ const struct support_db_engine *support_db_engine_of(const struct support_db *db
 void *support_db_handle(struct support_db *db)
 {
 	return db->pg ? (void *)db->pg : (void *)db->my;
+}
+
+struct recon_job *support_db_job(const struct support_db_engine *e, const char *table,
+				 const char *dsn_env, const char *more)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[256], path[300];
+	struct recon_job *job = NULL;
+	struct recon_err err;
+	FILE *f;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/recon-support-db.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/job.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(
+	    f,
+	    "{\"job\": \"support_db\", \"timezone\": \"Asia/Shanghai\", \"currency\": \"CNY\",\n"
+	    " \"upstream\": {\"kind\": \"csv\", \"path\": \"statements/{date}.csv\",\n"
+	    "  \"delimiter\": \",\", \"header\": true,\n"
+	    "  \"columns\": {\"key\": \"k\", \"amount\": \"amount\", \"status\": \"status\",\n"
+	    "   \"time\": \"time\"}},\n"
+	    " \"local\": {\"kind\": \"%s\", \"table\": \"%s\", \"dsn_env\": \"%s\",\n"
+	    "  \"columns\": {\"key\": \"k\", \"amount_minor\": \"cents\", \"status\": \"st\",\n"
+	    "   \"time\": \"at\"}},\n"
+	    " \"status_map\": {\"upstream\": {\"SUCCESS\": \"success\"},\n"
+	    "  \"local\": {\"PAID\": \"success\"}},\n"
+	    " \"state\": \"state/recon.db\"%s%s}\n",
+	    e->name, table, dsn_env, more ? ",\n " : "", more ? more : "");
+	assert_int_equal(fclose(f), 0);
+	recon_err_init(&err);
+	rc = recon_job_load(&job, path, &err);
+	unlink(path);
+	rmdir(dir);
+	if (rc < 0)
+		fail_msg("support_db_job: %s: %s", err.where, err.msg);
+	return job;
 }
 
 /* Runs q; on an error, copies the server's message into msg and returns -1. */

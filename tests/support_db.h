@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "recon_err.h"
+#include "recon_job.h"
 
 /* The exit status ctest reads as "Skipped" (SKIP_RETURN_CODE). */
 #define SUPPORT_DB_SKIP 77
@@ -96,6 +97,20 @@ struct support_db_case {
  */
 int support_db_run(const char *suite, const struct support_db_case *cases, size_t ncases,
 		   CMFixtureFunction setup, CMFixtureFunction teardown);
+
+/*
+ * A job loaded by recon_job_load() from JSON text: zone Asia/Shanghai,
+ * currency CNY, a CSV upstream, and a local side of engine e reading table
+ * `table` through the variable `dsn_env` (columns: key "k", amount_minor
+ * "cents", status "st" with PAID as success, time "at"). `more` is further top-level members
+ * ("\"actions\":
+ * {...}", no leading comma) or NULL. Tests copy its local side as the
+ * template of theirs, so that how a side names its backend stays the
+ * loader's business. Caller frees with recon_job_free(); fails the test
+ * when the loader refuses the text.
+ */
+struct recon_job *support_db_job(const struct support_db_engine *e, const char *table,
+				 const char *dsn_env, const char *more);
 
 /* A setup connection; opaque. */
 struct support_db;
