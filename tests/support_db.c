@@ -187,7 +187,8 @@ struct support_db *support_db_connect(const struct support_db_engine *e, const c
 	}
 	db->my = mysql_init(NULL);
 	if (!db->my ||
-	    !mysql_real_connect(db->my, d.host, d.user, d.password, d.db, d.port, d.socket, 0) ||
+	    !mysql_real_connect(db->my, d.host, d.user, d.password, d.db, d.port, d.socket,
+				CLIENT_MULTI_STATEMENTS) ||
 	    mysql_query(db->my, "SET time_zone = '+00:00'")) {
 		fprintf(stderr, "cannot connect with %s: %s\n", e->dsn_var,
 			db->my ? mysql_error(db->my) : "out of memory");
@@ -263,6 +264,8 @@ struct recon_job *support_db_job(const struct support_db_engine *e, const char *
 /* Runs q; on an error, copies the server's message into msg and returns -1. */
 static int run(struct support_db *db, const char *q, char *msg, size_t size)
 {
+	int st;
+
 	if (db->pg) {
 		PGresult *r = PQexec(db->pg, q);
 		ExecStatusType st = PQresultStatus(r);
@@ -273,12 +276,18 @@ static int run(struct support_db *db, const char *q, char *msg, size_t size)
 		PQclear(r);
 		return rc;
 	}
-	if (mysql_query(db->my, q)) {
-		snprintf(msg, size, "%s", mysql_error(db->my));
-		return -1;
-	}
-	mysql_free_result(mysql_store_result(db->my));
+	if (mysql_query(db->my, q))
+		goto fail;
+	do { /* every result of a multi-statement text */
+		mysql_free_result(mysql_store_result(db->my));
+		st = mysql_next_result(db->my);
+		if (st > 0)
+			goto fail;
+	} while (st == 0);
 	return 0;
+fail:
+	snprintf(msg, size, "%s", mysql_error(db->my));
+	return -1;
 }
 
 void support_db_exec(struct support_db *db, const char *q)

@@ -132,7 +132,8 @@ const struct support_db_engine *support_db_engine_of(const struct support_db *db
 /* The client library's handle: PGconn * or MYSQL *; borrowed. */
 void *support_db_handle(struct support_db *db);
 
-/* Runs q (results discarded); an error fails the test. */
+/* Runs q, one statement or several separated by ';' (results discarded); an error fails the
+ * test. */
 void support_db_exec(struct support_db *db, const char *q);
 
 /* support_db_exec() of a formatted statement. */
