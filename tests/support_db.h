@@ -81,8 +81,8 @@ const char *support_db_dsn_or_skip(const char *var);
  */
 int support_db_gate(const char *prog, const char *const vars[]);
 
-/* A case of a suite over the engines: `only` NULL runs it on every engine,
- * else on the engine of that name only. */
+/* A case of a suite over the engines: `only` NULL runs it on every engine, else
+ * on the engine of that name only. */
 struct support_db_case {
 	const char *only;
 	struct CMUnitTest test;
@@ -102,12 +102,11 @@ int support_db_run(const char *suite, const struct support_db_case *cases, size_
  * A job loaded by recon_job_load() from JSON text: zone Asia/Shanghai,
  * currency CNY, a CSV upstream, and a local side of engine e reading table
  * `table` through the variable `dsn_env` (columns: key "k", amount_minor
- * "cents", status "st" with PAID as success, time "at"). `more` is further top-level members
- * ("\"actions\":
- * {...}", no leading comma) or NULL. Tests copy its local side as the
- * template of theirs, so that how a side names its backend stays the
- * loader's business. Caller frees with recon_job_free(); fails the test
- * when the loader refuses the text.
+ * "cents", status "st" with PAID as success, time "at"). `more` is further
+ * top-level members ("\"actions\": {...}", no leading comma) or NULL. Tests
+ * copy its local side as the template of theirs, so that how a side names
+ * its backend stays the loader's business. Caller frees with
+ * recon_job_free(); fails the test when the loader refuses the text.
  */
 struct recon_job *support_db_job(const struct support_db_engine *e, const char *table,
 				 const char *dsn_env, const char *more);
@@ -132,8 +131,8 @@ const struct support_db_engine *support_db_engine_of(const struct support_db *db
 /* The client library's handle: PGconn * or MYSQL *; borrowed. */
 void *support_db_handle(struct support_db *db);
 
-/* Runs q, one statement or several separated by ';' (results discarded); an error fails the
- * test. */
+/* Runs q, one statement or several separated by ';' (results discarded); an
+ * error fails the test. */
 void support_db_exec(struct support_db *db, const char *q);
 
 /* support_db_exec() of a formatted statement. */
