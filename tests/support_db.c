@@ -261,6 +261,33 @@ struct recon_job *support_db_job(const struct support_db_engine *e, const char *
 	return job;
 }
 
+void support_db_pg_proxy(struct support_proxy *p, const char *dsn, char *out, size_t size)
+{
+	const char *host = "127.0.0.1", *user = "", *pw = "", *db = "";
+	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
+	unsigned port = 5432;
+
+	assert_non_null(opts);
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val)
+			continue;
+		if (!strcmp(o->keyword, "host"))
+			host = o->val;
+		else if (!strcmp(o->keyword, "port"))
+			port = (unsigned)atoi(o->val);
+		else if (!strcmp(o->keyword, "user"))
+			user = o->val;
+		else if (!strcmp(o->keyword, "password"))
+			pw = o->val;
+		else if (!strcmp(o->keyword, "dbname"))
+			db = o->val;
+	}
+	support_proxy_start(p, host, port);
+	snprintf(out, size, "host=127.0.0.1 port=%u user=%s password=%s dbname=%s sslmode=disable",
+		 p->port, user, pw, db);
+	PQconninfoFree(opts);
+}
+
 /* Runs q; on an error, copies the server's message into msg and returns -1. */
 static int run(struct support_db *db, const char *q, char *msg, size_t size)
 {

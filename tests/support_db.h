@@ -30,6 +30,7 @@
 
 #include "recon_err.h"
 #include "recon_job.h"
+#include "support_proxy.h"
 
 /* The exit status ctest reads as "Skipped" (SKIP_RETURN_CODE). */
 #define SUPPORT_DB_SKIP 77
@@ -110,6 +111,14 @@ int support_db_run(const char *suite, const struct support_db_case *cases, size_
  */
 struct recon_job *support_db_job(const struct support_db_engine *e, const char *table,
 				 const char *dsn_env, const char *more);
+
+/*
+ * Starts proxy p (support_proxy.h) in front of the PostgreSQL server `dsn`
+ * names and writes to out a keyword DSN reaching that server through p: the
+ * same user, password and database. For the frozen-server tests; the caller
+ * stops p with support_proxy_stop().
+ */
+void support_db_pg_proxy(struct support_proxy *p, const char *dsn, char *out, size_t size);
 
 /* A setup connection; opaque. */
 struct support_db;

@@ -31,15 +31,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include <libpq-fe.h>
-
 #include "recon_err.h"
 #include "recon_job.h"
 #include "recon_mem.h"
 #include "recon_normalize.h"
 #include "recon_source.h"
 #include "recon_time.h"
-#include "support_proxy.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* a small quarantine, so that peak RSS reflects what the reader keeps */
@@ -567,39 +564,18 @@ static void test_source_db_frozen_server_times_out(void **state)
 	struct fx *fx = *state;
 	struct recon_window w = day_window(fx->sh, "2024-01-16");
 	const struct recon_raw_row *row;
-	const char *host = "127.0.0.1", *user = "", *pw = "", *db = "", *parts[1] = {"B2"};
+	const char *parts[1] = {"B2"};
 	size_t lens[1] = {2};
-	PQconninfoOption *opts;
 	struct support_proxy p;
 	struct recon_side side;
 	struct recon_err err;
 	struct timespec t0, t1;
-	unsigned port = 5432;
 	char pdsn[512];
 	double took;
 	int rc;
 
 	exec_all(fx, fx->q->values);
-	opts = PQconninfoParse(fx->dsn, NULL);
-	assert_non_null(opts);
-	for (PQconninfoOption *o = opts; o->keyword; o++) {
-		if (!o->val)
-			continue;
-		if (!strcmp(o->keyword, "host"))
-			host = o->val;
-		else if (!strcmp(o->keyword, "port"))
-			port = (unsigned)atoi(o->val);
-		else if (!strcmp(o->keyword, "user"))
-			user = o->val;
-		else if (!strcmp(o->keyword, "password"))
-			pw = o->val;
-		else if (!strcmp(o->keyword, "dbname"))
-			db = o->val;
-	}
-	support_proxy_start(&p, host, port);
-	snprintf(pdsn, sizeof(pdsn),
-		 "host=127.0.0.1 port=%u user=%s password=%s dbname=%s sslmode=disable", p.port,
-		 user, pw, db);
+	support_db_pg_proxy(&p, fx->dsn, pdsn, sizeof(pdsn));
 	setenv(fx->test_var, pdsn, 1);
 	side_init(fx, &side, fx->values);
 	side.cols[RECON_COL_KEY0] = (char *)"k";
@@ -621,9 +597,8 @@ static void test_source_db_frozen_server_times_out(void **state)
 	if (took > 8)
 		fail_msg("the frozen server held the read for %.1f s", took);
 	assert_non_null(strstr(err.msg, "no answer from the server in time"));
-	if (*pw && strstr(err.msg, pw))
+	if (strstr(err.msg, fx->e->owner_password))
 		fail_msg("password in the message: %s", err.msg);
-	PQconninfoFree(opts);
 }
 
 /* ---- lookup_many ---- */
