@@ -242,6 +242,8 @@ static int prepare(struct mysql_source *s, MYSQL_STMT **out, const char *sql, st
 	return 0;
 }
 
+static const struct recon_source_ops my_ops;
+
 static int my_open(struct recon_source **out, const struct recon_side *side,
 		   const struct recon_window *win, struct recon_err *err)
 {
@@ -263,7 +265,7 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 
 	recon_dsn_mysql_init(&d);
 	recon_buf_init(&sql);
-	s->base.ops = &recon_source_mysql;
+	s->base.ops = &my_ops;
 	s->base.name = side->table;
 	s->side = side;
 	snprintf(s->where, sizeof(s->where), "mysql '%s'", side->dsn_env ? side->dsn_env : "");
@@ -386,7 +388,7 @@ out:
 	recon_dsn_mysql_release(&d);
 	recon_buf_release(&sql);
 	if (s)
-		recon_source_mysql.close(&s->base);
+		my_ops.close(&s->base);
 	return rc;
 }
 
@@ -585,11 +587,18 @@ static void my_close(struct recon_source *src)
 	free(s);
 }
 
-const struct recon_source_ops recon_source_mysql = {
+static const struct recon_source_ops my_ops = {
     .kind = "mysql",
     .open = my_open,
     .next = my_next,
     .lookup = my_lookup,
     .lookup_many = my_lookup_many,
     .close = my_close,
+};
+
+const struct recon_source_backend recon_source_mysql = {
+    .name = "mysql",
+    .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN | RECON_SOURCE_TIME_PUSHDOWN |
+	    RECON_SOURCE_REREADABLE,
+    .ops = &my_ops,
 };

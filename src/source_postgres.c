@@ -352,6 +352,8 @@ fail : {
 }
 }
 
+static const struct recon_source_ops pg_ops;
+
 static int pg_open(struct recon_source **out, const struct recon_side *side,
 		   const struct recon_window *win, struct recon_err *err)
 {
@@ -369,7 +371,7 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 
 	recon_buf_init(&sql);
 	recon_buf_init(&s->scratch);
-	s->base.ops = &recon_source_postgres;
+	s->base.ops = &pg_ops;
 	s->base.name = side->table;
 	s->side = side;
 	s->wait_ms = side->idle_timeout_ms > 0 ? side->idle_timeout_ms : WAIT_MS;
@@ -500,7 +502,7 @@ out:
 	PQfreemem(perr);
 	recon_buf_release(&sql);
 	if (s)
-		recon_source_postgres.close(&s->base);
+		pg_ops.close(&s->base);
 	return rc;
 }
 
@@ -700,11 +702,18 @@ static void pg_close(struct recon_source *src)
 	free(s);
 }
 
-const struct recon_source_ops recon_source_postgres = {
+static const struct recon_source_ops pg_ops = {
     .kind = "postgres",
     .open = pg_open,
     .next = pg_next,
     .lookup = pg_lookup,
     .lookup_many = pg_lookup_many,
     .close = pg_close,
+};
+
+const struct recon_source_backend recon_source_postgres = {
+    .name = "postgres",
+    .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN | RECON_SOURCE_TIME_PUSHDOWN |
+	    RECON_SOURCE_REREADABLE,
+    .ops = &pg_ops,
 };

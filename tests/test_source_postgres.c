@@ -139,7 +139,7 @@ static void side_init(struct recon_side *side, const char *table, struct recon_t
 {
 	memset(side, 0, sizeof(*side));
 	side->role = "local";
-	side->kind = RECON_KIND_POSTGRES;
+	side->backend = &recon_source_postgres;
 	side->table = (char *)table;
 	side->dsn_env = (char *)TEST_VAR;
 	side->nkey = 1;
