@@ -463,6 +463,70 @@ static int get_first_of(struct recon_cfg *L, json_t *v, struct recon_side *s, bo
 	return rc;
 }
 
+/* "key": [col, ...]: a composite key of 1 to RECON_KEY_PARTS_MAX columns. */
+static int get_key_parts(struct recon_cfg *L, json_t *v, struct recon_side *s, bool sql)
+{
+	size_t i, n = json_array_size(v);
+	json_t *e;
+
+	if (n < 1 || n > RECON_KEY_PARTS_MAX)
+		return recon_cfg_err(L, "a composite key has 1 to %d columns", RECON_KEY_PARTS_MAX);
+	clear_key(s);
+	json_array_foreach(v, i, e)
+	{
+		if (!json_is_string(e) || !json_string_length(e) ||
+		    (sql && !recon_job_ident_ok(json_string_value(e))))
+			return recon_cfg_err(L, "element %zu: expected a%s column name", i,
+					     sql ? " valid SQL" : "");
+		s->cols[RECON_COL_KEY0 + i] = recon_xstrdup(json_string_value(e));
+	}
+	s->nkey = (unsigned)n;
+	return 0;
+}
+
+/* One role of "columns" (the current key): a column name, or null to unmap the profile's. */
+static int get_column(struct recon_cfg *L, const char *role, json_t *v, struct recon_side *s,
+		      bool sql)
+{
+	int c;
+
+	if (!strcmp(role, "key") && json_is_array(v))
+		return get_key_parts(L, v, s, sql);
+	if (!strcmp(role, "key") && json_is_object(v))
+		return get_first_of(L, v, s, sql);
+	if ((c = recon_cfg_role(role)) < 0)
+		return recon_cfg_err(L, "unknown column role (expected key, amount, amount_minor, "
+					"refund_amount, currency, status, time, txn_id, refund_id, "
+					"entry_type)");
+	/* a role mapped here drops the profile's alternative names for it */
+	recon_cfg_strv_free(s->alt_cols[c]);
+	s->alt_cols[c] = NULL;
+	if (json_is_null(v)) { /* a job may unmap a profile's column */
+		free(s->cols[c]);
+		s->cols[c] = NULL;
+		return 0;
+	}
+	if (!json_is_string(v) || !json_string_length(v))
+		return recon_cfg_err(L, "expected a column name");
+	if (sql && !recon_job_ident_ok(json_string_value(v)))
+		return recon_cfg_err(L,
+				     "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, "
+				     "at most %d characters)",
+				     json_string_value(v), RECON_NAME_MAX);
+	free(s->cols[c]);
+	s->cols[c] = recon_xstrdup(json_string_value(v));
+	if (c == RECON_COL_KEY0) {
+		for (int i = 1; i < RECON_KEY_PARTS_MAX; i++) {
+			free(s->cols[RECON_COL_KEY0 + i]);
+			s->cols[RECON_COL_KEY0 + i] = NULL;
+		}
+		recon_cfg_strv_free(s->key_first_of);
+		s->key_first_of = NULL;
+		s->nkey = 1;
+	}
+	return 0;
+}
+
 /* "columns": role -> column name; "key" may be an array (composite key) or {"first_of": [...]}. */
 static int get_columns(struct recon_cfg *L, json_t *obj, struct recon_side *s, bool sql)
 {
@@ -479,91 +543,15 @@ static int get_columns(struct recon_cfg *L, json_t *obj, struct recon_side *s, b
 	}
 	json_object_foreach(cols, role, v)
 	{
-		int c;
 		recon_cfg_push(L, role);
-		if (!strcmp(role, "key") && json_is_array(v)) {
-			size_t i, n = json_array_size(v);
-			json_t *e;
-			if (n < 1 || n > RECON_KEY_PARTS_MAX) {
-				rc = recon_cfg_err(L, "a composite key has 1 to %d columns",
-						   RECON_KEY_PARTS_MAX);
-				recon_cfg_pop(L);
-				goto out;
-			}
-			clear_key(s);
-			json_array_foreach(v, i, e)
-			{
-				if (!json_is_string(e) || !json_string_length(e) ||
-				    (sql && !recon_job_ident_ok(json_string_value(e)))) {
-					rc = recon_cfg_err(L,
-							   "element %zu: expected a%s column name",
-							   i, sql ? " valid SQL" : "");
-					recon_cfg_pop(L);
-					goto out;
-				}
-				s->cols[RECON_COL_KEY0 + i] = recon_xstrdup(json_string_value(e));
-			}
-			s->nkey = (unsigned)n;
-			recon_cfg_pop(L);
-			continue;
-		}
-		if (!strcmp(role, "key") && json_is_object(v)) {
-			rc = get_first_of(L, v, s, sql);
-			recon_cfg_pop(L);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		for (c = 0; c < RECON_COL__COUNT; c++)
-			if (!strcmp(role, recon_col_name(c)) &&
-			    (c < RECON_COL_KEY1 || c > RECON_COL_KEY3))
-				break;
-		if (c == RECON_COL__COUNT) {
-			rc = recon_cfg_err(
-			    L, "unknown column role (expected key, amount, amount_minor, "
-			       "refund_amount, currency, status, time, txn_id, refund_id, "
-			       "entry_type)");
-			recon_cfg_pop(L);
-			goto out;
-		}
-		/* a role mapped here drops the profile's alternative names for it */
-		recon_cfg_strv_free(s->alt_cols[c]);
-		s->alt_cols[c] = NULL;
-		if (json_is_null(v)) { /* a job may unmap a profile's column */
-			free(s->cols[c]);
-			s->cols[c] = NULL;
-		} else if (!json_is_string(v) || !json_string_length(v)) {
-			rc = recon_cfg_err(L, "expected a column name");
-			recon_cfg_pop(L);
-			goto out;
-		} else if (sql && !recon_job_ident_ok(json_string_value(v))) {
-			rc = recon_cfg_err(
-			    L,
-			    "'%s' is not a valid SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, "
-			    "at most %d characters)",
-			    json_string_value(v), RECON_NAME_MAX);
-			recon_cfg_pop(L);
-			goto out;
-		} else {
-			free(s->cols[c]);
-			s->cols[c] = recon_xstrdup(json_string_value(v));
-			if (c == RECON_COL_KEY0) {
-				for (int i = 1; i < RECON_KEY_PARTS_MAX; i++) {
-					free(s->cols[RECON_COL_KEY0 + i]);
-					s->cols[RECON_COL_KEY0 + i] = NULL;
-				}
-				recon_cfg_strv_free(s->key_first_of);
-				s->key_first_of = NULL;
-				s->nkey = 1;
-			}
-		}
+		rc = get_column(L, role, v, s, sql);
 		recon_cfg_pop(L);
+		if (rc < 0)
+			goto out;
 	}
-	if (s->cols[RECON_COL_AMOUNT] && s->cols[RECON_COL_AMOUNT_MINOR]) {
+	if (s->cols[RECON_COL_AMOUNT] && s->cols[RECON_COL_AMOUNT_MINOR])
 		rc = recon_cfg_err(
 		    L, "map either 'amount' (decimal) or 'amount_minor' (integer), not both");
-		goto out;
-	}
 out:
 	recon_cfg_pop(L);
 	return rc;

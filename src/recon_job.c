@@ -537,15 +537,80 @@ static int get_replay(struct recon_cfg *L, json_t *v, struct recon_job *job)
 	return rc;
 }
 
+/* "replay_status": {STATUS: WORD}: the local word a replay writes, one the local map knows. */
+static int get_replay_status(struct recon_cfg *L, json_t *v, struct recon_job *job)
+{
+	struct recon_actions_cfg *a = &job->actions;
+	json_t *rs = json_object_get(v, "replay_status"), *w;
+	const char *st;
+	int rc = 0;
+
+	if (!rs)
+		return 0;
+	recon_cfg_push(L, "replay_status");
+	if (!json_is_object(rs)) {
+		rc = recon_cfg_err(L, "expected an object such as {\"success\": \"PAID\"}");
+		recon_cfg_pop(L);
+		return rc;
+	}
+	json_object_foreach(rs, st, w)
+	{
+		int i;
+		for (i = 0; i < RECON_ST__COUNT; i++)
+			if (!strcmp(st, recon_cfg_statuses[i]))
+				break;
+		recon_cfg_push(L, st);
+		if (i == RECON_ST__COUNT)
+			rc =
+			    recon_cfg_err(L, "unknown status (success, refunded, closed, pending)");
+		else if (!json_is_string(w) || !json_string_length(w))
+			rc = recon_cfg_err(L, "expected the local status word to write");
+		else if (recon_map_get(&job->local.status_map, json_string_value(w),
+				       json_string_length(w)) != i)
+			rc = recon_cfg_err(L, "'%s' does not map to '%s' in the local status map",
+					   json_string_value(w), st);
+		recon_cfg_pop(L);
+		if (rc < 0)
+			break;
+		free(a->replay_status[i]);
+		a->replay_status[i] = recon_xstrdup(json_string_value(w));
+	}
+	recon_cfg_pop(L);
+	return rc;
+}
+
+/* "transition": {"to": WORD, "from": [WORDS]}: the guarded move of stuck orders. */
+static int get_transition(struct recon_cfg *L, json_t *v, struct recon_job *job)
+{
+	static const char *const tkeys[] = {"to", "from", NULL};
+	struct recon_actions_cfg *a = &job->actions;
+	json_t *tr = json_object_get(v, "transition");
+	int rc = 0;
+
+	if (!tr)
+		return 0;
+	recon_cfg_push(L, "transition");
+	if (!json_is_object(tr))
+		rc = recon_cfg_err(L, "expected {\"to\": WORD, \"from\": [WORDS]}");
+	else if ((rc = recon_cfg_keys(L, tr, tkeys)) == 0 &&
+		 (rc = recon_cfg_str(L, tr, "to", &a->transition_to)) == 0)
+		rc = recon_cfg_strv(L, tr, "from", &a->transition_from);
+	if (rc == 0 && (!a->transition_to || !a->transition_from || !a->transition_from[0]))
+		rc = recon_cfg_err(L, "needs both 'to' and a non-empty 'from'");
+	if (rc == 0 && !job->local.cols[RECON_COL_STATUS])
+		rc = recon_cfg_err(L, "the local side maps no status column to move");
+	recon_cfg_pop(L);
+	return rc;
+}
+
 /* "actions": writer, replay words, re-recon_cfg_push event, guarded transition. */
 static int get_actions(struct recon_cfg *L, json_t *root, struct recon_job *job)
 {
 	static const char *const keys[] = {
 	    "enabled", "writer_dsn_env", "replay_status", "repush_event",  "transition", "attempts",
 	    "breaker", "timeout",	 "replay",	  "replay_values", NULL};
-	static const char *const tkeys[] = {"to", "from", NULL};
 	struct recon_actions_cfg *a = &job->actions;
-	json_t *v = json_object_get(root, "actions"), *rs, *tr;
+	json_t *v = json_object_get(root, "actions");
 	int rc = 0;
 
 	a->enabled = true;
@@ -591,59 +656,8 @@ static int get_actions(struct recon_cfg *L, json_t *root, struct recon_job *job)
 		if (rc < 0)
 			goto out;
 	}
-	rs = json_object_get(v, "replay_status");
-	if (rs) {
-		const char *st;
-		json_t *w;
-		recon_cfg_push(L, "replay_status");
-		if (!json_is_object(rs)) {
-			rc = recon_cfg_err(L, "expected an object such as {\"success\": \"PAID\"}");
-			recon_cfg_pop(L);
-			goto out;
-		}
-		json_object_foreach(rs, st, w)
-		{
-			int i;
-			for (i = 0; i < RECON_ST__COUNT; i++)
-				if (!strcmp(st, recon_cfg_statuses[i]))
-					break;
-			recon_cfg_push(L, st);
-			if (i == RECON_ST__COUNT)
-				rc = recon_cfg_err(
-				    L, "unknown status (success, refunded, closed, pending)");
-			else if (!json_is_string(w) || !json_string_length(w))
-				rc = recon_cfg_err(L, "expected the local status word to write");
-			else if (recon_map_get(&job->local.status_map, json_string_value(w),
-					       json_string_length(w)) != i)
-				rc = recon_cfg_err(
-				    L, "'%s' does not map to '%s' in the local status map",
-				    json_string_value(w), st);
-			recon_cfg_pop(L);
-			if (rc < 0) {
-				recon_cfg_pop(L);
-				goto out;
-			}
-			free(a->replay_status[i]);
-			a->replay_status[i] = recon_xstrdup(json_string_value(w));
-		}
-		recon_cfg_pop(L);
-	}
-	tr = json_object_get(v, "transition");
-	if (tr) {
-		recon_cfg_push(L, "transition");
-		if (!json_is_object(tr))
-			rc = recon_cfg_err(L, "expected {\"to\": WORD, \"from\": [WORDS]}");
-		else if ((rc = recon_cfg_keys(L, tr, tkeys)) == 0 &&
-			 (rc = recon_cfg_str(L, tr, "to", &a->transition_to)) == 0)
-			rc = recon_cfg_strv(L, tr, "from", &a->transition_from);
-		if (rc == 0 && (!a->transition_to || !a->transition_from || !a->transition_from[0]))
-			rc = recon_cfg_err(L, "needs both 'to' and a non-empty 'from'");
-		if (rc == 0 && !job->local.cols[RECON_COL_STATUS])
-			rc = recon_cfg_err(L, "the local side maps no status column to move");
-		recon_cfg_pop(L);
-		if (rc < 0)
-			goto out;
-	}
+	if ((rc = get_replay_status(L, v, job)) < 0 || (rc = get_transition(L, v, job)) < 0)
+		goto out;
 out:
 	recon_cfg_pop(L);
 out_defaults:
