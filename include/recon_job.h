@@ -8,6 +8,12 @@
  * none writes it. Paths are already resolved against the job file's folder.
  * The struct is an open aggregate on purpose: it is configuration, read by
  * every stage.
+ *
+ * A side's "kind" names its backend (recon_source.h): the loader reads the
+ * keys every side takes (columns, maps, zone, currency, and path, table or
+ * dsn_env as the backend's capabilities say) and leaves the backend's own
+ * keys to its validator (the csv backend's: src/source_csv_job.c, into
+ * side->csv). The JSON readers both use are recon_cfg.h.
  */
 #ifndef RECON_JOB_H
 #define RECON_JOB_H

@@ -126,7 +126,7 @@ struct recon_source_backend {
 	int (*check)(struct recon_cfg *L, struct json_t *obj, struct recon_side *s);
 	/* Optional: frees what validate() made (NULL-safe on a zeroed side). */
 	void (*release)(struct recon_side *s);
-	const struct recon_source_ops *ops;
+	const struct recon_source_ops *ops; /* NULL: this build lacks its library */
 	/*
 	 * Optional: the rows the side's input holds for win, estimated cheaply
 	 * (0 when unknown or not a regular file), and its size in bytes.
@@ -145,9 +145,12 @@ extern const struct recon_source_backend recon_source_sqlite;
 extern const struct recon_source_backend recon_source_postgres;
 extern const struct recon_source_backend recon_source_mysql;
 
-/* The backend named `name` ("csv"), or NULL when this build has none by that name. */
+/*
+ * The backend named `name` ("csv"), or NULL when there is none by that name.
+ * One whose library this build lacks is found, with ops NULL.
+ */
 const struct recon_source_backend *recon_source_backend_find(const char *name);
-/* The registry: every backend of this build, NULL-terminated, in the order job errors list them. */
+/* The registry: every backend, NULL-terminated, in the order job errors list them. */
 const struct recon_source_backend *const *recon_source_backends(void);
 /*
  * Writes the names of the backends having every capability in caps (0: all)

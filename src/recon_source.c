@@ -6,19 +6,22 @@
 #include "recon_buf.h"
 
 /*
- * The registry: one line per backend (STYLE 17b). Job errors list the kinds
- * in this order; a backend whose library this build lacks is not here.
+ * A backend whose library this build lacks still names its kind: a job
+ * naming it loads, opening it fails ("not supported by this build") and
+ * `validate` says the driver is missing. Its descriptor is then this stub.
  */
+#ifndef RECON_HAVE_POSTGRES
+const struct recon_source_backend recon_source_postgres = {
+    .name = "postgres", .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN};
+#endif
+#ifndef RECON_HAVE_MYSQL
+const struct recon_source_backend recon_source_mysql = {
+    .name = "mysql", .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN};
+#endif
+
+/* The registry: one line per backend (STYLE 17b), in the order job errors list the kinds. */
 static const struct recon_source_backend *const backends[] = {
-    &recon_source_csv,
-    &recon_source_sqlite,
-#ifdef RECON_HAVE_POSTGRES
-    &recon_source_postgres,
-#endif
-#ifdef RECON_HAVE_MYSQL
-    &recon_source_mysql,
-#endif
-    NULL,
+    &recon_source_csv, &recon_source_sqlite, &recon_source_postgres, &recon_source_mysql, NULL,
 };
 
 const struct recon_source_backend *const *recon_source_backends(void)
