@@ -9,9 +9,9 @@
  * A backend is a descriptor (struct recon_source_backend): its name (the job
  * file's "kind"), the capabilities the core asks about instead of testing a
  * kind, its own job keys and their validator, and its ops. Adding a source is
- * one file ending in its descriptor, one line in the registry of
- * src/recon_source.c, one CMake line when it needs a library; the job loader,
- * the run and the compare engine never change.
+ * one file ending in its descriptor (declared below, beside the others), one
+ * line in the registry of src/recon_source.c, and CMake lines only when it
+ * needs a library; the job loader, the run and the compare engine never change.
  */
 #ifndef RECON_SOURCE_H
 #define RECON_SOURCE_H
@@ -81,22 +81,27 @@ struct recon_source {
 
 /* ---- backends: what a source is (STYLE 17b) ---- */
 
-/* Capabilities: what the core asks about a backend, never its kind. */
-#define RECON_SOURCE_FILE                                                                          \
-	(1u << 0) /* a statement file read whole: its path names a day ({date}), `run --upstream`  \
-		     replaces it, a t1 run's statement is its day, and its raw cells are the text  \
-		     keys are made of (a partition skips another's lines before normalizing) */
-#define RECON_SOURCE_PATH  (1u << 1) /* takes "path": a file, resolved against the job's folder */
-#define RECON_SOURCE_TABLE (1u << 2) /* takes "table"; its column names are SQL identifiers */
-#define RECON_SOURCE_DSN                                                                           \
-	(1u << 3) /* takes "dsn_env": a server's connection string (a local side's writer may      \
-		     take its own, actions.writer_dsn_env) */
-#define RECON_SOURCE_TIME_PUSHDOWN                                                                 \
-	(1u << 4) /* asked for [read_start, read_end), a bound it may widen: the rows beyond are   \
-		     dropped after normalizing */
-#define RECON_SOURCE_REREADABLE                                                                    \
-	(1u << 5) /* opened again, it reads the same rows (a database queried anew); a file is     \
-		     re-readable when estimate() finds it regular */
+/*
+ * Capabilities: what the core asks about a backend, never its kind.
+ *   FILE           a statement file read whole: its path names a day ({date}), `run
+ *                  --upstream` replaces it, a t1 run's statement is its day, and its raw
+ *                  cells are the text keys are made of (a partition skips another's lines
+ *                  before normalizing them)
+ *   PATH           takes "path": a file, resolved against the job's folder
+ *   TABLE          takes "table"; its column names are SQL identifiers
+ *   DSN            takes "dsn_env", a server's connection string (and a local side's
+ *                  writer may take its own, actions.writer_dsn_env)
+ *   TIME_PUSHDOWN  asked for [read_start, read_end), a bound it may widen: the rows
+ *                  beyond are dropped once normalized
+ *   REREADABLE     opened again, it reads the same rows (a database queried anew); a
+ *                  file is re-readable when estimate() finds it regular
+ */
+#define RECON_SOURCE_FILE	   (1u << 0)
+#define RECON_SOURCE_PATH	   (1u << 1)
+#define RECON_SOURCE_TABLE	   (1u << 2)
+#define RECON_SOURCE_DSN	   (1u << 3)
+#define RECON_SOURCE_TIME_PUSHDOWN (1u << 4)
+#define RECON_SOURCE_REREADABLE	   (1u << 5)
 
 struct recon_cfg;
 struct json_t;
