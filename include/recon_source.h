@@ -159,7 +159,8 @@ const struct recon_source_backend *recon_source_backend_find(const char *name);
 const struct recon_source_backend *const *recon_source_backends(void);
 /*
  * Writes the names of the backends having every capability in caps (0: all)
- * into buf: "csv, sqlite, postgres or mysql" (last_sep " or ", or " and ").
+ * into buf: "csv, sqlite, postgres or mysql" (last_sep " or ", or " and "); a
+ * name that does not fit is left out with those after it.
  */
 void recon_source_backend_names(unsigned caps, const char *last_sep, char *buf, size_t size);
 /* True when side's backend has every capability in caps. */

@@ -54,8 +54,10 @@ void recon_source_backend_names(unsigned caps, const char *last_sep, char *buf, 
 					 : last_sep,
 			     backends[i]->name);
 		k++;
-		if (w < 0 || (size_t)w >= size - used)
+		if (w < 0 || (size_t)w >= size - used) {
+			buf[used] = '\0'; /* whole names only */
 			return;
+		}
 		used += (size_t)w;
 	}
 }
