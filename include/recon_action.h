@@ -75,8 +75,11 @@ extern const struct recon_writer_ops recon_writer_sqlite;
 extern const struct recon_writer_ops recon_writer_postgres;
 extern const struct recon_writer_ops recon_writer_mysql;
 
-/* The writer ops for the job's local kind, or NULL (csv: nothing to write to). */
-const struct recon_writer_ops *recon_writer_ops_for(enum recon_kind kind);
+/*
+ * The writer ops for the local side's backend, by its name (side->backend->name),
+ * or NULL (csv: nothing to write to).
+ */
+const struct recon_writer_ops *recon_writer_ops_for(const char *backend);
 
 /* Placeholder number i (1-based) in the writer's dialect: "$3" or "?". */
 const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size_t size);

@@ -8,6 +8,12 @@
  * none writes it. Paths are already resolved against the job file's folder.
  * The struct is an open aggregate on purpose: it is configuration, read by
  * every stage.
+ *
+ * A side's "kind" names its backend (recon_source.h): the loader reads the
+ * keys every side takes (columns, maps, zone, currency, and path, table or
+ * dsn_env as the backend's capabilities say) and leaves the backend's own
+ * keys to its validator (the csv backend's: src/source_csv_job.c, into
+ * side->csv). The JSON readers both use are recon_cfg.h.
  */
 #ifndef RECON_JOB_H
 #define RECON_JOB_H
@@ -24,13 +30,6 @@ struct recon_tz;
 #define RECON_KEY_PARTS_MAX 4
 #define RECON_FIRST_OF_MAX  8  /* columns a {"first_of": [...]} key may name */
 #define RECON_NAME_MAX	    64 /* identifiers: job, table and column names */
-
-enum recon_kind {
-	RECON_KIND_CSV,
-	RECON_KIND_SQLITE,
-	RECON_KIND_POSTGRES,
-	RECON_KIND_MYSQL,
-};
 
 /* Canonical statuses. Order matters: it is the on-disk and output order. */
 enum recon_status {
@@ -74,7 +73,6 @@ enum recon_col {
 /* Role name as written in job files ("key", "amount_minor", ...). */
 const char *recon_col_name(enum recon_col col);
 const char *recon_status_name(enum recon_status st);
-const char *recon_kind_name(enum recon_kind kind);
 
 /* A word -> value map (status words, entry-type words). Exact, case-sensitive. */
 struct recon_map_entry {
@@ -118,28 +116,13 @@ struct recon_totals_rule {
 	size_t ngroups;
 };
 
-struct recon_side {
-	const char *role; /* "upstream" or "local" (static string) */
-	enum recon_kind kind;
-	char *path;    /* csv, sqlite: absolute or job-relative resolved; may hold {date} */
-	char *format;  /* csv: profile name, or NULL for inline configuration */
-	char *table;   /* sqlite, postgres, mysql: validated identifier */
-	char *dsn_env; /* postgres, mysql: environment variable holding the DSN */
-	char *cols[RECON_COL__COUNT]; /* column name per role; NULL when not mapped */
-	unsigned nkey;		      /* number of key parts, >= 1 */
-	char **key_first_of;	      /* {"first_of": [...]}: NULL-terminated columns whose first
-					 non-empty one is the key (cols[KEY0] is the first; nkey 1),
-					 or NULL */
-	char *tz_name;		      /* how this side writes its timestamps */
-	char *time_format;   /* strftime-style form of its timestamps (recon_time_parse_format), or
-				NULL: the default YYYY-MM-DD HH:MM:SS[.fff] */
-	struct recon_tz *tz; /* loaded from tz_name (or the job's zone) */
-	char *currency;	     /* default currency for rows without one (upper case) */
-	struct recon_map status_map;  /* word -> enum recon_status */
-	struct recon_map entry_types; /* word -> enum recon_entry (needs cols[ENTRY_TYPE]) */
-	unsigned money_flags;	      /* RECON_MONEY_* for the amount columns */
-
-	/* CSV layout */
+/*
+ * The csv backend's layout of a statement file ("format" profiles and the csv
+ * keys of a side; src/source_csv_job.c reads them, src/source_csv.c and
+ * recon_totals use them). Zero on sides of other kinds.
+ */
+struct recon_side_csv {
+	char *format; /* profile name, or NULL for inline configuration */
 	char delimiter;
 	char quote;		 /* 0: no quoting (WeChat) */
 	bool header;		 /* first data line (after skip_lines/comments) names the columns */
@@ -148,19 +131,46 @@ struct recon_side {
 	char *strip;		 /* guard characters stripped from both ends of cells ("`\t") */
 	char **comment_prefixes; /* NULL-terminated; lines starting with one are skipped */
 	char **stop_prefixes; /* NULL-terminated; the first line starting with one ends the data */
-	char **alt_cols[RECON_COL__COUNT]; /* header names tried in order when cols[r] is absent
-					      (older layouts); NULL-terminated, or NULL */
-	char delim_guard;  /* data cells split only on the delimiter followed by this character
-			      (WeChat ",`": names may hold raw commas); the header splits plainly */
-	bool reject_empty; /* a file without a header line is bad input */
+	char delim_guard;     /* data cells split only on the delimiter followed by this character
+				 (WeChat ",`": names may hold raw commas); the header splits plainly */
+	bool reject_empty;    /* a file without a header line is bad input */
 	bool allow_empty;  /* a statement without entries is expected (a job's "allow_empty"); else
 			      one is bad input unless its control totals state 0 rows */
-	int64_t idle_timeout_ms; /* a read waiting this long for input fails: a FIFO statement
-				    (0: 5 min), a PostgreSQL server's next answer (0: 10 min) */
 	char *zip_entry;   /* a .zip input: the member whose name holds this (NULL: the only one) */
 	char *zip_exclude; /* ... and does not contain this */
 	struct recon_totals_rule totals;
 	char **totals_ignore; /* NULL-terminated: labels the job marks as not to be checked */
+};
+
+struct recon_source_backend;
+
+struct recon_side {
+	const char *role;			    /* "upstream" or "local" (static string) */
+	const struct recon_source_backend *backend; /* what reads it (recon_source.h) */
+	char *path;    /* RECON_SOURCE_PATH: absolute or job-relative resolved; may hold {date} */
+	char *table;   /* RECON_SOURCE_TABLE: validated identifier */
+	char *dsn_env; /* RECON_SOURCE_DSN: environment variable holding the DSN */
+	char *cols[RECON_COL__COUNT];	   /* column name per role; NULL when not mapped */
+	char **alt_cols[RECON_COL__COUNT]; /* header names tried in order when cols[r] is absent
+					      (older layouts); NULL-terminated, or NULL */
+	unsigned nkey;			   /* number of key parts, >= 1 */
+	char **key_first_of; /* {"first_of": [...]}: NULL-terminated columns whose first
+				non-empty one is the key (cols[KEY0] is the first; nkey 1),
+				or NULL */
+	char *tz_name;	     /* how this side writes its timestamps */
+	char *time_format;   /* strftime-style form of its timestamps (recon_time_parse_format), or
+				NULL: the default YYYY-MM-DD HH:MM:SS[.fff] */
+	struct recon_tz *tz; /* loaded from tz_name (or the job's zone) */
+	char *currency;	     /* default currency for rows without one (upper case) */
+	struct recon_map status_map;  /* word -> enum recon_status */
+	struct recon_map entry_types; /* word -> enum recon_entry (needs cols[ENTRY_TYPE]) */
+	unsigned money_flags;	      /* RECON_MONEY_* for the amount columns */
+	int64_t idle_timeout_ms;      /* a read waiting this long for input fails: a FIFO statement
+					 (0: 5 min), a PostgreSQL server's next answer (0: 10 min) */
+
+	struct recon_side_csv csv; /* the csv backend's layout (zero for other kinds) */
+	void *backend_data; /* a backend's own settings, made by its validate() and freed by its
+			       release() (NULL: none) */
 
 	struct recon_partition part; /* the key-hash partition this run reads (recon_partition.h) */
 };
@@ -286,7 +296,7 @@ char *recon_job_expand_path(const char *tmpl, int64_t day);
  * `run --upstream FILE|-`: the statement of this one run is FILE ('-':
  * standard input) instead of the job's path. The one change made to a job
  * after loading, by the command line before any window runs. RECON_EUSAGE
- * when the upstream is not a csv source.
+ * when the upstream is not a statement file (RECON_SOURCE_FILE).
  */
 RECON_MUSTCHECK int recon_job_override_upstream(struct recon_job *job, const char *path,
 						struct recon_err *err);

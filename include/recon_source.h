@@ -5,8 +5,13 @@
  * A source is opened for one side of one window, yields raw rows with one
  * value per mapped column role, and is closed. Readers stream: a row is
  * borrowed until the next call, so memory does not grow with the input.
- * Adding a kind means a new ops table and an entry in recon_source_ops_for();
- * the compare engine never changes.
+ *
+ * A backend is a descriptor (struct recon_source_backend): its name (the job
+ * file's "kind"), the capabilities the core asks about instead of testing a
+ * kind, its own job keys and their validator, and its ops. Adding a source is
+ * one file ending in its descriptor (declared below, beside the others), one
+ * line in the registry of src/recon_source.c, and CMake lines only when it
+ * needs a library; the job loader, the run and the compare engine never change.
  */
 #ifndef RECON_SOURCE_H
 #define RECON_SOURCE_H
@@ -74,13 +79,92 @@ struct recon_source {
 	const char *name; /* for origins: the file path or the table; owned by the backend */
 };
 
-extern const struct recon_source_ops recon_source_csv;
-extern const struct recon_source_ops recon_source_sqlite;
-extern const struct recon_source_ops recon_source_postgres;
-extern const struct recon_source_ops recon_source_mysql;
+/* ---- backends: what a source is (STYLE 17b) ---- */
 
-/* The ops for a kind, or NULL when this build lacks it. */
-const struct recon_source_ops *recon_source_ops_for(enum recon_kind kind);
+/*
+ * Capabilities: what the core asks about a backend, never its kind.
+ *   FILE           a statement file read whole: its path names a day ({date}), `run
+ *                  --upstream` replaces it, a t1 run's statement is its day, and its raw
+ *                  cells are the text keys are made of (a partition skips another's lines
+ *                  before normalizing them)
+ *   PATH           takes "path": a file, resolved against the job's folder
+ *   TABLE          takes "table"; its column names are SQL identifiers
+ *   DSN            takes "dsn_env", a server's connection string (and a local side's
+ *                  writer may take its own, actions.writer_dsn_env)
+ *   TIME_PUSHDOWN  asked for [read_start, read_end), a bound it may widen: the rows
+ *                  beyond are dropped once normalized
+ *   REREADABLE     opened again, it reads the same rows (a database queried anew); a
+ *                  file is re-readable when estimate() finds it regular
+ */
+#define RECON_SOURCE_FILE	   (1u << 0)
+#define RECON_SOURCE_PATH	   (1u << 1)
+#define RECON_SOURCE_TABLE	   (1u << 2)
+#define RECON_SOURCE_DSN	   (1u << 3)
+#define RECON_SOURCE_TIME_PUSHDOWN (1u << 4)
+#define RECON_SOURCE_REREADABLE	   (1u << 5)
+
+struct recon_cfg;
+struct json_t;
+
+/* A job key only some backends take. */
+struct recon_source_key {
+	const char *name;
+	const char *elsewhere; /* the error on a side of another kind; NULL: "applies to <backend>
+				  sources only" */
+};
+
+struct recon_source_backend {
+	const char *name;      /* the job file's "kind": "csv", "sqlite", "postgres", "mysql" */
+	unsigned caps;	       /* RECON_SOURCE_* */
+	const char *path_what; /* RECON_SOURCE_PATH: "missing (the <path_what> file)" */
+	const struct recon_source_key *keys; /* its own job keys, {NULL}-ended; NULL: none */
+	/*
+	 * Optional: reads its own keys of the side's object into s (s->csv, or
+	 * s->backend_data it owns), before the keys every side takes (a profile it
+	 * loads may supply those; the side's own override them). *profile: a JSON
+	 * object pulled in besides the job file (the effective configuration
+	 * records it), or untouched. 0 or RECON_ECONFIG through recon_cfg_err().
+	 */
+	int (*validate)(struct recon_cfg *L, struct json_t *obj, struct recon_side *s,
+			struct json_t **profile);
+	/* Optional: after the common keys, checks what needs the column mapping. */
+	int (*check)(struct recon_cfg *L, struct json_t *obj, struct recon_side *s);
+	/* Optional: frees what validate() made (NULL-safe on a zeroed side). */
+	void (*release)(struct recon_side *s);
+	const struct recon_source_ops *ops; /* NULL: this build lacks its library */
+	/*
+	 * Optional: the rows the side's input holds for win, estimated cheaply
+	 * (0 when unknown or not a regular file), and its size in bytes.
+	 */
+	uint64_t (*estimate)(const struct recon_side *side, const struct recon_window *win,
+			     uint64_t *bytes);
+	/*
+	 * Optional: the provenance of what src read, as hex SHA-256 into hex[65]:
+	 * 0 once the whole input went through the reader, -1 before that.
+	 */
+	int (*digest)(const struct recon_source *src, char hex[65]);
+};
+
+extern const struct recon_source_backend recon_source_csv;
+extern const struct recon_source_backend recon_source_sqlite;
+extern const struct recon_source_backend recon_source_postgres;
+extern const struct recon_source_backend recon_source_mysql;
+
+/*
+ * The backend named `name` ("csv"), or NULL when there is none by that name.
+ * One whose library this build lacks is found, with ops NULL.
+ */
+const struct recon_source_backend *recon_source_backend_find(const char *name);
+/* The registry: every backend, NULL-terminated, in the order job errors list them. */
+const struct recon_source_backend *const *recon_source_backends(void);
+/*
+ * Writes the names of the backends having every capability in caps (0: all)
+ * into buf: "csv, sqlite, postgres or mysql" (last_sep " or ", or " and "); a
+ * name that does not fit is left out with those after it.
+ */
+void recon_source_backend_names(unsigned caps, const char *last_sep, char *buf, size_t size);
+/* True when side's backend has every capability in caps. */
+bool recon_source_has(const struct recon_side *side, unsigned caps);
 
 struct recon_buf;
 /*
@@ -118,7 +202,7 @@ RECON_MUSTCHECK int recon_source_open(struct recon_source **out, const struct re
 				      const struct recon_window *win, struct recon_err *err);
 RECON_MUSTCHECK int recon_source_next(struct recon_source *src, const struct recon_raw_row **row,
 				      struct recon_err *err);
-/* RECON_ENOTFOUND (no error recorded) when the kind has no lookup. */
+/* RECON_ENOTFOUND (no error recorded) when the backend has no lookup. */
 RECON_MUSTCHECK int recon_source_lookup(struct recon_source *src, const char *const *parts,
 					const size_t *lens, struct recon_err *err);
 /*
@@ -133,7 +217,16 @@ RECON_MUSTCHECK int recon_source_lookup_many(struct recon_source *src,
 					     struct recon_err *err);
 void recon_source_close(struct recon_source *src);
 
+/* The backend's estimate() for side (0, *bytes 0 when it has none). */
+uint64_t recon_source_estimate(const struct recon_side *side, const struct recon_window *win,
+			       uint64_t *bytes);
+/* The backend's digest() of src (NULL-safe): -1 when it has none or src is not done. */
+int recon_source_digest(const struct recon_source *src, char hex[65]);
+
 /* ---- csv source: text kept for control-total checks (src/source_csv.c) ---- */
+
+/* The csv reader's ops, for its descriptor (src/source_csv_job.c). */
+extern const struct recon_source_ops recon_source_csv_ops;
 
 /*
  * The trailer of a csv source: the first line starting with one of the side's

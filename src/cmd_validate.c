@@ -30,6 +30,7 @@
 #include "recon_dsn.h"
 #include "recon_job.h"
 #include "recon_log.h"
+#include "recon_source.h"
 
 static const char validate_usage[] =
     "usage: recon validate --job FILE [--quiet]\n"
@@ -115,8 +116,8 @@ static void check_writable(struct report *r, const char *what, const char *path)
 	recon_buf_release(&dir);
 }
 
-/* A CSV source: its folder (when the folder itself holds no {date}) is readable. */
-static void check_csv(struct report *r, const struct recon_side *s)
+/* A statement file: its folder (when the folder itself holds no {date}) is readable. */
+static void check_folder(struct report *r, const struct recon_side *s)
 {
 	struct recon_buf dir;
 	const char *slash = strrchr(s->path, '/');
@@ -129,21 +130,24 @@ static void check_csv(struct report *r, const struct recon_side *s)
 	if (!dir.len)
 		recon_buf_adds(&dir, "/");
 	if (strchr(dir.s, '{'))
-		say(r, -1, s->role, "csv '%s': the folder is named by date, not checked", s->path);
+		say(r, -1, s->role, "%s '%s': the folder is named by date, not checked",
+		    s->backend->name, s->path);
 	else if (access(dir.s, R_OK | X_OK) != 0)
-		say(r, 69, s->role, "csv '%s': cannot read folder '%s': %s", s->path, dir.s,
-		    strerror(errno));
+		say(r, 69, s->role, "%s '%s': cannot read folder '%s': %s", s->backend->name,
+		    s->path, dir.s, strerror(errno));
 	else
-		say(r, 0, s->role, "csv '%s' (folder readable)", s->path);
+		say(r, 0, s->role, "%s '%s' (folder readable)", s->backend->name, s->path);
 	recon_buf_release(&dir);
 }
 
-static void check_sqlite(struct report *r, const struct recon_side *s)
+/* A database file: readable (it is opened read-only). */
+static void check_file(struct report *r, const struct recon_side *s)
 {
 	if (access(s->path, R_OK) != 0)
-		say(r, 69, s->role, "sqlite '%s': %s", s->path, strerror(errno));
+		say(r, 69, s->role, "%s '%s': %s", s->backend->name, s->path, strerror(errno));
 	else
-		say(r, 0, s->role, "sqlite '%s' readable (opened read-only)", s->path);
+		say(r, 0, s->role, "%s '%s' readable (opened read-only)", s->backend->name,
+		    s->path);
 }
 
 #ifdef RECON_HAVE_POSTGRES
@@ -333,6 +337,25 @@ out:
 }
 #endif
 
+/*
+ * The connection probes of the backends that take a DSN (RECON_SOURCE_DSN),
+ * by backend name: a backend without one is reported as not built in.
+ */
+typedef void probe_fn(struct report *r, const struct recon_job *job, const struct recon_side *s,
+		      const char *what, const char *env, bool writer);
+static const struct {
+	const char *backend;
+	probe_fn *check;
+} probes[] = {
+#ifdef RECON_HAVE_POSTGRES
+    {"postgres", check_pg},
+#endif
+#ifdef RECON_HAVE_MYSQL
+    {"mysql", check_my},
+#endif
+    {NULL, NULL},
+};
+
 /* A database side (reader) or the writer: its variable set, then the connection and grants. */
 static void check_db(struct report *r, const struct recon_job *job, const struct recon_side *s,
 		     const char *what, const char *env, const char *field, bool writer)
@@ -344,20 +367,12 @@ static void check_db(struct report *r, const struct recon_job *job, const struct
 		return;
 	}
 	say(r, 0, "env", "'%s' (%s) is set", env, field);
-#ifdef RECON_HAVE_POSTGRES
-	if (s->kind == RECON_KIND_POSTGRES) {
-		check_pg(r, job, s, what, env, writer);
-		return;
+	for (size_t i = 0; probes[i].backend; i++) {
+		if (!strcmp(probes[i].backend, s->backend->name)) {
+			probes[i].check(r, job, s, what, env, writer);
+			return;
+		}
 	}
-#endif
-#ifdef RECON_HAVE_MYSQL
-	if (s->kind == RECON_KIND_MYSQL) {
-		check_my(r, job, s, what, env, writer);
-		return;
-	}
-#endif
-	(void)job;
-	(void)writer;
 	say(r, 69, what, "%s: this recon was built without its driver", s->role);
 }
 
@@ -365,19 +380,15 @@ static void check_side(struct report *r, const struct recon_job *job, const stru
 {
 	char field[32];
 
-	if (s->format)
-		say(r, 0, "profile", "%s: '%s'", s->role, s->format);
-	switch (s->kind) {
-	case RECON_KIND_CSV:
-		check_csv(r, s);
-		break;
-	case RECON_KIND_SQLITE:
-		check_sqlite(r, s);
-		break;
-	default:
+	if (s->csv.format)
+		say(r, 0, "profile", "%s: '%s'", s->role, s->csv.format);
+	if (recon_source_has(s, RECON_SOURCE_FILE)) {
+		check_folder(r, s);
+	} else if (recon_source_has(s, RECON_SOURCE_PATH)) {
+		check_file(r, s);
+	} else {
 		snprintf(field, sizeof(field), "%s.dsn_env", s->role);
 		check_db(r, job, s, s->role, s->dsn_env, field, false);
-		break;
 	}
 }
 
@@ -390,12 +401,13 @@ static void check_writer(struct report *r, const struct recon_job *job)
 		say(r, 0, "writer", "actions are off: no writer");
 		return;
 	}
-	if (s->kind == RECON_KIND_SQLITE && access(s->path, W_OK) != 0)
-		say(r, 77, "writer", "sqlite '%s' is not writable: %s", s->path, strerror(errno));
-	else if (s->kind == RECON_KIND_SQLITE)
-		check_writable(r, "writer", s->path);
-	else if (s->kind == RECON_KIND_CSV)
+	if (recon_source_has(s, RECON_SOURCE_FILE))
 		say(r, 0, "writer", "the local side is a CSV file: actions write nothing there");
+	else if (recon_source_has(s, RECON_SOURCE_PATH) && access(s->path, W_OK) != 0)
+		say(r, 77, "writer", "%s '%s' is not writable: %s", s->backend->name, s->path,
+		    strerror(errno));
+	else if (recon_source_has(s, RECON_SOURCE_PATH))
+		check_writable(r, "writer", s->path);
 	else if (job->actions.writer_dsn_env)
 		check_db(r, job, s, "writer", job->actions.writer_dsn_env, "actions.writer_dsn_env",
 			 true);

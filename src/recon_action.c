@@ -34,26 +34,22 @@ const char *recon_action_outcome_name(enum recon_action_outcome o)
 	return (unsigned)o < RECON_OUT__COUNT ? outcome_names[o] : "?";
 }
 
-const struct recon_writer_ops *recon_writer_ops_for(enum recon_kind kind)
+const struct recon_writer_ops *recon_writer_ops_for(const char *backend)
 {
-	switch (kind) {
-	case RECON_KIND_SQLITE:
-		return &recon_writer_sqlite;
-	case RECON_KIND_POSTGRES:
+	static const struct recon_writer_ops *const writers[] = {
+	    &recon_writer_sqlite,
 #ifdef RECON_HAVE_POSTGRES
-		return &recon_writer_postgres;
-#else
-		return NULL;
+	    &recon_writer_postgres,
 #endif
-	case RECON_KIND_MYSQL:
 #ifdef RECON_HAVE_MYSQL
-		return &recon_writer_mysql;
-#else
-		return NULL;
+	    &recon_writer_mysql,
 #endif
-	case RECON_KIND_CSV:
-		return NULL;
-	}
+	    NULL,
+	};
+
+	for (size_t i = 0; writers[i]; i++)
+		if (!strcmp(writers[i]->kind, backend))
+			return writers[i];
 	return NULL;
 }
 
@@ -209,7 +205,8 @@ static void state_flush(struct actx *a)
 /* True when the next writer action may call the writer database. */
 static bool remote(const struct actx *a)
 {
-	return recon_writer_ops_for(a->job->local.kind) && (!a->writer_tried || a->writer_rc == 0);
+	return recon_writer_ops_for(a->job->local.backend->name) &&
+	       (!a->writer_tried || a->writer_rc == 0);
 }
 
 /* Before a state store write: joins the open transaction, or opens one. */
@@ -274,7 +271,7 @@ static int writer(struct actx *a, struct recon_err *err)
 		return a->writer_rc;
 	}
 	a->writer_tried = true;
-	ops = recon_writer_ops_for(a->job->local.kind);
+	ops = recon_writer_ops_for(a->job->local.backend->name);
 	if (!ops) {
 		a->writer_rc = RECON_ENOTFOUND; /* nothing to write to: actions skipped */
 		return a->writer_rc;

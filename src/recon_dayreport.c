@@ -1131,7 +1131,7 @@ static void html_cards(struct recon_buf *b, const struct recon_dayreport *r)
 /* The control totals line: verified, failed, or why they were not checked. */
 static void totals_line(const struct recon_dayreport *r, char *buf, size_t size)
 {
-	const struct recon_totals_rule *t = &r->job->upstream.totals;
+	const struct recon_totals_rule *t = &r->job->upstream.csv.totals;
 
 	if (!r->main)
 		snprintf(buf, size, "not checked: no run of the day");

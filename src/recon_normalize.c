@@ -15,7 +15,7 @@ static void trim(const struct recon_side *side, const char **s, size_t *len)
 {
 	const char *p = *s;
 	size_t n = *len;
-	const char *guard = side->strip ? side->strip : "";
+	const char *guard = side->csv.strip ? side->csv.strip : "";
 
 	while (n && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' ||
 		     (*guard && memchr(guard, *p, strlen(guard)))))

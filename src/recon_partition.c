@@ -246,7 +246,7 @@ bool recon_partition_row_ours(const struct recon_side *side, const struct recon_
 /* recon_normalize_row()'s trim: ASCII blanks and the side's guard characters. */
 static void trim(const struct recon_side *side, const char **s, size_t *len)
 {
-	const char *p = *s, *guard = side->strip ? side->strip : "";
+	const char *p = *s, *guard = side->csv.strip ? side->csv.strip : "";
 	size_t n = *len, g = strlen(guard);
 
 	while (n &&
@@ -265,7 +265,7 @@ bool recon_partition_row_skip(const struct recon_side *side, const struct recon_
 	char key[RECON_KEY_PARTS_MAX * 1025];
 	size_t o = 0;
 
-	if (p->count <= 1 || side->kind != RECON_KIND_CSV || raw->reject)
+	if (p->count <= 1 || !recon_source_has(side, RECON_SOURCE_FILE) || raw->reject)
 		return false;
 	if (side->cols[RECON_COL_ENTRY_TYPE]) {
 		/* keyless lines are partition 0's; an unknown type is a reject: normalize */

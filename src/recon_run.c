@@ -220,7 +220,7 @@ static int drain(struct reader *rd, bool lookup, const struct asked_key *asked, 
 		 struct recon_err *err)
 {
 	const struct recon_side *side = rd->side;
-	const bool database = side->kind != RECON_KIND_CSV;
+	const bool database = recon_source_has(side, RECON_SOURCE_TIME_PUSHDOWN);
 	struct recon_source *src = rd->src;
 	const struct recon_raw_row *raw;
 	struct recon_row row;
@@ -347,53 +347,6 @@ static void gate_open(struct gate *g, int state)
 }
 
 /*
- * Rows a csv side's file likely holds: its size over the mean line length of
- * its first 256 KiB; 0 when unknown (a database, a zip, an unreadable file).
- * It only sizes the compare's tables up front.
- */
-static uint64_t csv_rows_estimate(const struct recon_side *side, const struct recon_window *win,
-				  uint64_t *bytes)
-{
-	const size_t sample = (size_t)256 << 10;
-	char *path = NULL, *buf = NULL;
-	struct stat st;
-	uint64_t rows = 0, lines = 0;
-	ssize_t n;
-	size_t len;
-	int fd = -1;
-
-	*bytes = 0;
-	if (side->kind != RECON_KIND_CSV || !side->path)
-		return 0;
-	path = recon_job_expand_path(side->path, win->day);
-	len = strlen(path);
-	if (len >= 4 && !strcmp(path + len - 4, ".zip"))
-		goto out;
-	/*
-	 * Regular files only: opening a FIFO (a statement streamed in) would block
-	 * for a writer, then consume the data the real read needs.
-	 */
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
-		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
-		goto out;
-	buf = recon_xmalloc(sample);
-	n = read(fd, buf, sample);
-	for (ssize_t i = 0; i < n; i++)
-		lines += buf[i] == '\n';
-	if (n > 0 && lines)
-		rows = (uint64_t)st.st_size / ((uint64_t)n / lines);
-	*bytes = (uint64_t)st.st_size;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	free(path);
-	return rows;
-}
-
-/*
  * Reads both sides into the compare: the upstream on a second thread, the
  * local flow on this one, each feeding its half of the compare (the result is
  * the same as reading one after the other). On failure the first side's
@@ -411,15 +364,15 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 	up->t0 = local->t0 = monotonic_ms();
 	{
 		uint64_t bu, bl;
-		uint64_t nu = csv_rows_estimate(up->side, up->win, &bu);
-		uint64_t nl = csv_rows_estimate(local->side, local->win, &bl);
+		uint64_t nu = recon_source_estimate(up->side, up->win, &bu);
+		uint64_t nl = recon_source_estimate(local->side, local->win, &bl);
 		/*
 		 * The speculation fails over to reading both inputs again: only when
 		 * both can be (regular files, or a database queried anew), never a
 		 * FIFO or a pipe.
 		 */
-		if (speculate && nu && up->side->kind == RECON_KIND_CSV &&
-		    (local->side->kind != RECON_KIND_CSV || nl))
+		if (speculate && nu && recon_source_has(up->side, RECON_SOURCE_FILE) &&
+		    (recon_source_has(local->side, RECON_SOURCE_REREADABLE) || nl))
 			recon_compare_speculate_ids(up->cmp);
 		/*
 		 * Reading (and hashing) costs about its bytes: the side with the
@@ -680,12 +633,12 @@ static void end_reads(struct recon_source **up, struct recon_source **local, cha
 		      char *local_sha, bool have_sha[2])
 {
 	if (*up) {
-		have_sha[0] = recon_source_csv_sha256(*up, up_sha) == 0;
+		have_sha[0] = recon_source_digest(*up, up_sha) == 0;
 		recon_source_close(*up);
 		*up = NULL;
 	}
 	if (*local) {
-		have_sha[1] = recon_source_csv_sha256(*local, local_sha) == 0;
+		have_sha[1] = recon_source_digest(*local, local_sha) == 0;
 		recon_source_close(*local);
 		*local = NULL;
 	}
@@ -805,7 +758,8 @@ static int run_read(struct run *r)
 	bool statement;
 	int rc;
 
-	statement = job->upstream.kind == RECON_KIND_CSV && ctx->mode == RECON_MODE_T1;
+	statement =
+	    recon_source_has(&job->upstream, RECON_SOURCE_FILE) && ctx->mode == RECON_MODE_T1;
 
 	/* a t1 statement file is its day's window; in hot windows entry times decide */
 	for (int attempt = 0;; attempt++) {

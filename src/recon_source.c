@@ -1,41 +1,107 @@
 #include "recon_source.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "recon_buf.h"
 
-const struct recon_source_ops *recon_source_ops_for(enum recon_kind kind)
+/*
+ * A backend whose library this build lacks still names its kind: a job
+ * naming it loads, opening it fails ("not supported by this build") and
+ * `validate` says the driver is missing. Its descriptor is then this stub.
+ */
+#ifndef RECON_HAVE_POSTGRES
+const struct recon_source_backend recon_source_postgres = {
+    .name = "postgres", .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN};
+#endif
+#ifndef RECON_HAVE_MYSQL
+const struct recon_source_backend recon_source_mysql = {
+    .name = "mysql", .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN};
+#endif
+
+/* The registry: one line per backend (STYLE 17b), in the order job errors list the kinds. */
+static const struct recon_source_backend *const backends[] = {
+    &recon_source_csv, &recon_source_sqlite, &recon_source_postgres, &recon_source_mysql, NULL,
+};
+
+const struct recon_source_backend *const *recon_source_backends(void)
 {
-	switch (kind) {
-	case RECON_KIND_CSV:
-		return &recon_source_csv;
-	case RECON_KIND_SQLITE:
-		return &recon_source_sqlite;
-	case RECON_KIND_POSTGRES:
-#ifdef RECON_HAVE_POSTGRES
-		return &recon_source_postgres;
-#else
-		return NULL;
-#endif
-	case RECON_KIND_MYSQL:
-#ifdef RECON_HAVE_MYSQL
-		return &recon_source_mysql;
-#else
-		return NULL;
-#endif
-	}
+	return backends;
+}
+
+const struct recon_source_backend *recon_source_backend_find(const char *name)
+{
+	for (size_t i = 0; backends[i]; i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
 	return NULL;
+}
+
+void recon_source_backend_names(unsigned caps, const char *last_sep, char *buf, size_t size)
+{
+	size_t n = 0, k = 0, used = 0;
+
+	for (size_t i = 0; backends[i]; i++)
+		n += (backends[i]->caps & caps) == caps;
+	buf[0] = '\0';
+	for (size_t i = 0; backends[i]; i++) {
+		int w;
+		if ((backends[i]->caps & caps) != caps)
+			continue;
+		w = snprintf(buf + used, size - used, "%s%s",
+			     !k		 ? ""
+			     : k + 1 < n ? ", "
+					 : last_sep,
+			     backends[i]->name);
+		k++;
+		if (w < 0 || (size_t)w >= size - used) {
+			buf[used] = '\0'; /* whole names only */
+			return;
+		}
+		used += (size_t)w;
+	}
+}
+
+bool recon_source_has(const struct recon_side *side, unsigned caps)
+{
+	return side->backend && (side->backend->caps & caps) == caps;
+}
+
+static const struct recon_source_backend *backend_of(const struct recon_source *src)
+{
+	for (size_t i = 0; backends[i]; i++)
+		if (backends[i]->ops == src->ops)
+			return backends[i];
+	return NULL;
+}
+
+uint64_t recon_source_estimate(const struct recon_side *side, const struct recon_window *win,
+			       uint64_t *bytes)
+{
+	*bytes = 0;
+	if (!side->backend || !side->backend->estimate)
+		return 0;
+	return side->backend->estimate(side, win, bytes);
+}
+
+int recon_source_digest(const struct recon_source *src, char hex[65])
+{
+	const struct recon_source_backend *b = src ? backend_of(src) : NULL;
+
+	if (!b || !b->digest)
+		return -1;
+	return b->digest(src, hex);
 }
 
 int recon_source_open(struct recon_source **out, const struct recon_side *side,
 		      const struct recon_window *win, struct recon_err *err)
 {
-	const struct recon_source_ops *ops = recon_source_ops_for(side->kind);
-
 	*out = NULL;
-	if (!ops)
+	if (!side->backend || !side->backend->ops)
 		return recon_err_set(err, RECON_ECONFIG, NULL,
 				     "source kind '%s' is not supported by this build",
-				     recon_kind_name(side->kind));
-	return ops->open(out, side, win, err);
+				     side->backend ? side->backend->name : "?");
+	return side->backend->ops->open(out, side, win, err);
 }
 
 int recon_source_next(struct recon_source *src, const struct recon_raw_row **row,

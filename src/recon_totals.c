@@ -28,7 +28,7 @@ struct recon_totals {
 
 struct recon_totals *recon_totals_new(const struct recon_side *side)
 {
-	const struct recon_totals_rule *rule = &side->totals;
+	const struct recon_totals_rule *rule = &side->csv.totals;
 	struct recon_totals *t;
 
 	if (rule->in == RECON_TOTALS_NONE)
@@ -37,7 +37,7 @@ struct recon_totals *recon_totals_new(const struct recon_side *side)
 	t->side = side;
 	t->entry_col = NO_COL;
 	t->trim[' '] = t->trim['\t'] = t->trim['\r'] = t->trim['\n'] = 1;
-	for (const char *p = side->strip ? side->strip : ""; *p; p++)
+	for (const char *p = side->csv.strip ? side->csv.strip : ""; *p; p++)
 		t->trim[(unsigned char)*p] = 1;
 	t->g = recon_xcalloc(rule->ngroups ? rule->ngroups : 1, sizeof(*t->g));
 	for (size_t i = 0; i < rule->ngroups; i++) {
@@ -54,7 +54,7 @@ void recon_totals_free(struct recon_totals *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->side->totals.ngroups; i++) {
+	for (size_t i = 0; i < t->side->csv.totals.ngroups; i++) {
 		free(t->g[i].col);
 		free(t->g[i].sum);
 	}
@@ -85,7 +85,7 @@ static bool cell_is(const struct recon_totals *t, const struct recon_totals_cell
 void recon_totals_bind(struct recon_totals *t, const struct recon_totals_cell *header, size_t n,
 		       size_t entry_col)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
 
 	t->entry_col = entry_col;
 	for (size_t i = 0; i < rule->ngroups; i++)
@@ -171,7 +171,7 @@ static void set_bad(struct recon_totals *t, uint64_t line, const char *fmt, ...)
 void recon_totals_add(struct recon_totals *t, const struct recon_totals_cell *cells, size_t n,
 		      uint64_t line, const char *malformed)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
 
 	t->records++;
 	if (malformed) {
@@ -364,14 +364,14 @@ static bool in_strv(char *const *v, const char *p, size_t n)
 /* A label the profile marks informational, or the job ignores. */
 static bool label_waived(const struct recon_totals *t, const char *p, size_t n)
 {
-	return in_strv(t->side->totals.informational, p, n) ||
-	       in_strv(t->side->totals_ignore, p, n);
+	return in_strv(t->side->csv.totals.informational, p, n) ||
+	       in_strv(t->side->csv.totals_ignore, p, n);
 }
 
 /* Trailer: a count or a sum of some group, or waived. */
 static bool trailer_label_known(const struct recon_totals *t, const char *p, size_t n)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
 
 	for (size_t gi = 0; gi < rule->ngroups; gi++) {
 		const struct recon_totals_group *grp = &rule->groups[gi];
@@ -398,14 +398,14 @@ static int unknown_label(const struct recon_totals *t, const char *p, size_t n, 
 		    "control total '%s' is not one the %s profile checks or knows as "
 		    "informational: its value cannot be verified (a newer layout? list it in the "
 		    "side's \"totals_ignore\" to accept it unchecked)",
-		    shown, t->side->format ? t->side->format : "side's");
+		    shown, t->side->csv.format ? t->side->csv.format : "side's");
 }
 
 static int check_trailer(const struct recon_totals *t, const char **lp, const size_t *ll,
 			 const uint64_t *lines, size_t nl, const char *path, struct recon_err *err)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
-	const char delim = t->side->delimiter ? t->side->delimiter : ',';
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
+	const char delim = t->side->csv.delimiter ? t->side->csv.delimiter : ',';
 	const char *np[MAX_CELLS], *vp[MAX_CELLS];
 	size_t nlen[MAX_CELLS], vlen[MAX_CELLS], nn, nv, first = 0, second;
 	int rc;
@@ -491,7 +491,7 @@ static const char *memmem_(const char *h, size_t hl, const char *n, size_t nl)
 static int check_footer_line(const struct recon_totals *t, size_t gi, const char *p, size_t len,
 			     uint64_t line, const char *path, struct recon_err *err)
 {
-	const struct recon_totals_group *grp = &t->side->totals.groups[gi];
+	const struct recon_totals_group *grp = &t->side->csv.totals.groups[gi];
 	const char *e = p + len, *sp;
 	size_t sl, digits = 0;
 	int rc;
@@ -534,7 +534,7 @@ static int check_footer_line(const struct recon_totals *t, size_t gi, const char
 static int check_footer_other(const struct recon_totals *t, const char *p, size_t len,
 			      uint64_t line, const char *path, struct recon_err *err)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
 	const char *colon;
 	size_t n;
 
@@ -557,7 +557,7 @@ static int check_footer(const struct recon_totals *t, const char **lp, const siz
 			const uint64_t *lines, size_t nl, const char *path, uint64_t last_line,
 			struct recon_err *err)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
 	int rc;
 
 	for (size_t gi = 0; gi < rule->ngroups; gi++) {
@@ -590,7 +590,7 @@ int recon_totals_check(const struct recon_totals *t, const char *text, size_t le
 		       const uint64_t *lines, size_t nlines, const char *path, uint64_t last_line,
 		       struct recon_err *err)
 {
-	const struct recon_totals_rule *rule = &t->side->totals;
+	const struct recon_totals_rule *rule = &t->side->csv.totals;
 	const char **lp = NULL;
 	size_t *ll = NULL, nl;
 	int rc = 0;
@@ -602,8 +602,8 @@ int recon_totals_check(const struct recon_totals *t, const char *text, size_t le
 			return terr(err, path, last_line,
 				    "the file ends without its control totals (no line starting "
 				    "with '%s'): truncated?",
-				    t->side->stop_prefixes && t->side->stop_prefixes[0]
-					? t->side->stop_prefixes[0]
+				    t->side->csv.stop_prefixes && t->side->csv.stop_prefixes[0]
+					? t->side->csv.stop_prefixes[0]
 					: rule->groups[0].count);
 		return terr(err, path, last_line,
 			    "the file ends without its control totals (no '%s' line): truncated?",

@@ -144,7 +144,7 @@ struct csv_source {
 	uint64_t trailer_line;
 
 	/* Provider layouts, provenance and control totals. */
-	char dguard;		     /* side->delim_guard */
+	char dguard;		     /* side->csv.delim_guard */
 	struct recon_zip *zip;	     /* a .zip input: bytes come inflated from its member */
 	struct recon_gz *gz;	     /* a .gz input: bytes come inflated from the stream */
 	struct recon_sha256 sha;     /* of the file's bytes as read */
@@ -408,7 +408,7 @@ static void split_line(struct csv_source *s, const char *line, size_t len)
 	const char *p = line, *e = line + len;
 	const char delim = s->delim;
 	/* the header line is plain; data cells start with the guard */
-	const char guard = s->side->header && !s->header_done ? '\0' : s->dguard;
+	const char guard = s->side->csv.header && !s->header_done ? '\0' : s->dguard;
 
 	s->nf = 0;
 	for (;;) {
@@ -466,7 +466,7 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 			set_reason(s, "unterminated quoted field");
 			goto libcsv_out;
 		}
-		if (s->lineno <= side->skip_lines)
+		if (s->lineno <= side->csv.skip_lines)
 			continue;
 		if (s->overlong) {
 			if (in_rec) {
@@ -822,7 +822,7 @@ static void encoding_hint(const struct csv_source *s, const char *head, size_t n
 			  char *out, size_t size)
 {
 	static const char *const guesses[] = {"GB18030", "BIG5"};
-	const char *enc = s->side->encoding;
+	const char *enc = s->side->csv.encoding;
 
 	out[0] = '\0';
 	if (!is_utf8_name(enc)) {
@@ -975,10 +975,10 @@ static void build_row(struct csv_source *s)
 	struct recon_raw_row *row = &s->row;
 
 	if (s->rec_conv_bad)
-		set_reason(s, "invalid %s byte sequence at byte %zu", s->side->encoding,
+		set_reason(s, "invalid %s byte sequence at byte %zu", s->side->csv.encoding,
 			   s->rec_conv_bad);
 	if (!s->reason[0]) {
-		if (!s->side->header && s->nf < s->need)
+		if (!s->side->csv.header && s->nf < s->need)
 			set_reason(s, "expected at least %zu fields, found %zu", s->need, s->nf);
 		else if (!s->nfields)
 			s->nfields = s->nf;
@@ -1043,7 +1043,7 @@ static int finish_input(struct csv_source *s, struct recon_err *err)
 		if ((rc = fill(s, err)) < 0)
 			return rc;
 	}
-	if (s->no_header && side->reject_empty) {
+	if (s->no_header && side->csv.reject_empty) {
 		snprintf(where, sizeof(where), "%s:%llu", s->path,
 			 (unsigned long long)(s->lineno ? s->lineno : 1));
 		return recon_err_set(err, RECON_EINPUT, where,
@@ -1055,7 +1055,7 @@ static int finish_input(struct csv_source *s, struct recon_err *err)
 		const char *text;
 		size_t len, n = 0;
 
-		if (side->totals.in == RECON_TOTALS_TRAILER) {
+		if (side->csv.totals.in == RECON_TOTALS_TRAILER) {
 			text = s->has_trailer ? s->trailer.s : NULL;
 			len = s->has_trailer ? s->trailer.len : 0;
 			for (size_t i = 0; i < len; i++)
@@ -1081,7 +1081,7 @@ static int finish_input(struct csv_source *s, struct recon_err *err)
 	 * reconciling it would close the day for good. Only a job that expects
 	 * empty days, or a file whose control totals say 0 rows, gets through.
 	 */
-	if (!s->nrows && !side->allow_empty && !stated) {
+	if (!s->nrows && !side->csv.allow_empty && !stated) {
 		snprintf(where, sizeof(where), "%s:%llu", s->path,
 			 (unsigned long long)(s->lineno ? s->lineno : 1));
 		return recon_err_set(err, RECON_EINPUT, where,
@@ -1148,9 +1148,9 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 	const struct recon_side *side = s->side;
 	const char *role = side->role ? side->role : "csv";
 
-	s->delim = side->delimiter ? side->delimiter : ',';
-	s->quote = side->quote;
-	s->dguard = side->delim_guard;
+	s->delim = side->csv.delimiter ? side->csv.delimiter : ',';
+	s->quote = side->csv.quote;
+	s->dguard = side->csv.delim_guard;
 	if (s->dguard && (s->quote || s->dguard == s->delim || s->dguard == '\n'))
 		return recon_err_set(err, RECON_ECONFIG, NULL,
 				     "%s side: a delimiter guard needs no quoting and a guard "
@@ -1161,12 +1161,12 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 		return recon_err_set(err, RECON_ECONFIG, NULL,
 				     "%s side: delimiter 0x%02X and quote 0x%02X cannot be used",
 				     role, (unsigned char)s->delim, (unsigned char)s->quote);
-	if (side->strip && side->strip[0]) {
+	if (side->csv.strip && side->csv.strip[0]) {
 		s->has_strip = true;
-		for (const char *p = side->strip; *p; p++)
+		for (const char *p = side->csv.strip; *p; p++)
 			s->strip[(unsigned char)*p] = 1;
 	}
-	if (side->key_first_of && !side->header)
+	if (side->key_first_of && !side->csv.header)
 		return recon_err_set(
 		    err, RECON_ECONFIG, NULL,
 		    "%s side: a {\"first_of\": [...]} key names header columns: the "
@@ -1177,7 +1177,7 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 		unsigned long pos = 0;
 
 		s->col[r] = CSV_NO_COL;
-		if (!name || side->header)
+		if (!name || side->csv.header)
 			continue;
 		for (const char *p = name; *p; p++) {
 			if (*p < '0' || *p > '9' || pos > CSV_POS_MAX) {
@@ -1196,12 +1196,12 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 		if (pos > s->need)
 			s->need = pos;
 	}
-	if (!is_utf8_name(side->encoding)) {
-		s->cd = iconv_open("UTF-8", side->encoding);
+	if (!is_utf8_name(side->csv.encoding)) {
+		s->cd = iconv_open("UTF-8", side->csv.encoding);
 		if (s->cd == (iconv_t)-1)
 			return recon_err_set(err, RECON_ECONFIG, NULL,
 					     "%s side: unknown encoding '%s'", role,
-					     side->encoding);
+					     side->csv.encoding);
 		s->conv = true;
 	}
 	return 0;
@@ -1273,8 +1273,9 @@ static int detect_packing(struct csv_source *s, struct recon_err *err)
 			    err, RECON_EINPUT, s->path,
 			    "a .zip cannot be read from a pipe (its directory is at "
 			    "its end): give its path, or unzip it into the pipe");
-		ret = recon_zip_open(&s->zip, s->fd, s->path, s->side->encoding, s->side->zip_entry,
-				     s->side->zip_exclude, &s->sha, err);
+		ret =
+		    recon_zip_open(&s->zip, s->fd, s->path, s->side->csv.encoding,
+				   s->side->csv.zip_entry, s->side->csv.zip_exclude, &s->sha, err);
 		if (ret == 0)
 			s->sha_done = true;
 		return ret;
@@ -1302,7 +1303,7 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 	int ret;
 
 	*out = NULL;
-	s->base.ops = &recon_source_csv;
+	s->base.ops = &recon_source_csv_ops;
 	s->side = side;
 	s->fd = -1;
 	s->cd = (iconv_t)-1;
@@ -1313,16 +1314,16 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 	recon_buf_init(&s->footer);
 	recon_buf_init(&s->trailer);
 	csv_init(&s->csv, CSV_STRICT);
-	csv_set_delim(&s->csv, (unsigned char)(side->delimiter ? side->delimiter : ','));
-	csv_set_quote(&s->csv, (unsigned char)side->quote);
+	csv_set_delim(&s->csv, (unsigned char)(side->csv.delimiter ? side->csv.delimiter : ','));
+	csv_set_quote(&s->csv, (unsigned char)side->csv.quote);
 	csv_set_space_func(&s->csv, never_space);
 	csv_set_term_func(&s->csv, is_newline);
 	csv_set_realloc_func(&s->csv, recon_xrealloc);
 	csv_set_blk_size(&s->csv, CSV_LIBCSV_BLK);
 	s->path = recon_job_expand_path(side->path, win->day);
 	s->base.name = s->path;
-	prefixes_init(&s->stop, side->stop_prefixes, s->pfx_first);
-	prefixes_init(&s->comment, side->comment_prefixes, s->pfx_first);
+	prefixes_init(&s->stop, side->csv.stop_prefixes, s->pfx_first);
+	prefixes_init(&s->comment, side->csv.comment_prefixes, s->pfx_first);
 
 	ret = layout_init(s, err);
 	if (ret < 0)
@@ -1359,7 +1360,7 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 	if ((ret = detect_packing(s, err)) < 0)
 		goto out;
 	s->totals = recon_totals_new(side);
-	if (side->header) {
+	if (side->csv.header) {
 		ret = read_record(s, err);
 		if (ret < 0)
 			goto out;
@@ -1411,7 +1412,7 @@ static void csv_close(struct recon_source *src)
 	free(s);
 }
 
-const struct recon_source_ops recon_source_csv = {
+const struct recon_source_ops recon_source_csv_ops = {
     .kind = "csv",
     .open = csv_open,
     .next = csv_next,
@@ -1427,7 +1428,7 @@ const char *recon_source_csv_trailer(const struct recon_source *src, size_t *len
 	*len = 0;
 	if (first_line)
 		*first_line = 0;
-	if (!src || src->ops != &recon_source_csv || !s->has_trailer)
+	if (!src || src->ops != &recon_source_csv_ops || !s->has_trailer)
 		return NULL;
 	*len = s->trailer.len;
 	if (first_line)
@@ -1440,7 +1441,7 @@ const char *recon_source_csv_footer(const struct recon_source *src, size_t *len)
 	const struct csv_source *s = (const struct csv_source *)src;
 
 	*len = 0;
-	if (!src || src->ops != &recon_source_csv || !s->footer.len)
+	if (!src || src->ops != &recon_source_csv_ops || !s->footer.len)
 		return NULL;
 	*len = s->footer.len;
 	return s->footer.s;
@@ -1451,7 +1452,7 @@ int recon_source_csv_sha256(const struct recon_source *src, char hex[65])
 	const struct csv_source *s = (const struct csv_source *)src;
 	struct recon_sha256 copy;
 
-	if (!src || src->ops != &recon_source_csv || !s->sha_done)
+	if (!src || src->ops != &recon_source_csv_ops || !s->sha_done)
 		return -1;
 	copy = s->sha; /* final() consumes the state; the source keeps its own */
 	recon_sha256_final_hex(&copy, hex);

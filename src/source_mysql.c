@@ -242,31 +242,28 @@ static int prepare(struct mysql_source *s, MYSQL_STMT **out, const char *sql, st
 	return 0;
 }
 
-static int my_open(struct recon_source **out, const struct recon_side *side,
-		   const struct recon_window *win, struct recon_err *err)
+static const struct recon_source_ops my_ops;
+
+/*
+ * Connects with the side's DSN (timeouts from it, or the side's idle_timeout),
+ * in utf8mb4 and UTC, and starts the one read-only snapshot every statement
+ * of the source reads.
+ */
+static int my_connect(struct mysql_source *s, struct recon_err *err)
 {
 	static const char *const setup[] = {
 	    "SET SESSION time_zone = '+00:00'",
 	    "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
 	    "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
 	};
-	struct mysql_source *s = recon_xcalloc(1, sizeof(*s));
+	const struct recon_side *side = s->side;
 	struct recon_dsn_mysql d;
-	struct recon_buf sql;
-	MYSQL_RES *meta = NULL;
-	MYSQL_FIELD *fields;
-	MYSQL_BIND params[2];
 	unsigned timeout = CONNECT_TIMEOUT_S, no_infile = 0, rd_timeout = READ_TIMEOUT_S,
 		 wr_timeout = WRITE_TIMEOUT_S;
 	const char *dsn;
 	int rc = 0;
 
 	recon_dsn_mysql_init(&d);
-	recon_buf_init(&sql);
-	s->base.ops = &recon_source_mysql;
-	s->base.name = side->table;
-	s->side = side;
-	snprintf(s->where, sizeof(s->where), "mysql '%s'", side->dsn_env ? side->dsn_env : "");
 	if ((rc = recon_dsn_get(side, &dsn, err)) < 0 ||
 	    (rc = recon_dsn_mysql_parse(dsn, side->dsn_env, &d, err)) < 0)
 		goto out;
@@ -318,7 +315,22 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 				      mysql_error(s->conn));
 			goto out;
 		}
+out:
+	recon_dsn_mysql_release(&d);
+	return rc;
+}
 
+/* Prepares the window's scan, its result buffers, and its two bounds into params. */
+static int my_prepare_scan(struct mysql_source *s, const struct recon_window *win,
+			   MYSQL_BIND params[2], struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	MYSQL_RES *meta = NULL;
+	MYSQL_FIELD *fields;
+	struct recon_buf sql;
+	int rc;
+
+	recon_buf_init(&sql);
 	build_select(s, &sql);
 	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
 				  the whole table is read, and filtered once parsed */
@@ -340,39 +352,64 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 		s->cols[i].buf = recon_xmalloc(COL_BUF_INITIAL);
 		s->cols[i].type = fields[i].type;
 	}
-	if ((rc = bounds(
-		 s, side->time_format ? MYSQL_TYPE_STRING : s->cols[s->colidx[RECON_COL_TIME]].type,
-		 win, params, err)) < 0)
-		goto out;
+	rc = bounds(s,
+		    side->time_format ? MYSQL_TYPE_STRING : s->cols[s->colidx[RECON_COL_TIME]].type,
+		    win, params, err);
+out:
+	if (meta)
+		mysql_free_result(meta);
+	recon_buf_release(&sql);
+	return rc;
+}
 
-	/* lookups by key, without a time bound, in the same snapshot */
-	recon_buf_reset(&sql);
+/* Lookups by key, without a time bound, in the same snapshot (one key, or a batch at once). */
+static int my_prepare_lookups(struct mysql_source *s, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	struct recon_buf sql;
+	int rc;
+
+	recon_buf_init(&sql);
 	build_select(s, &sql);
 	for (unsigned i = 0; i < side->nkey; i++) {
 		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
 		recon_source_sql_key(side, '`', i, &sql);
 		recon_buf_adds(&sql, " = ?");
 	}
-	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0)
+	if ((rc = prepare(s, &s->lookup, sql.s, err)) < 0 || side->nkey != 1)
 		goto out;
-	if (side->nkey == 1) {
-		/* many keys in one query; a short batch repeats its last key */
-		recon_buf_reset(&sql);
-		build_select(s, &sql);
-		recon_buf_adds(&sql, " WHERE ");
-		recon_source_sql_key(side, '`', 0, &sql);
-		recon_buf_adds(&sql, " IN (");
-		for (unsigned i = 0; i < RECON_LOOKUP_BATCH; i++)
-			recon_buf_adds(&sql, i ? ", ?" : "?");
-		recon_buf_addc(&sql, ')');
-		if ((rc = prepare(s, &s->lookup_many, sql.s, err)) < 0)
-			goto out;
-		s->many = recon_xcalloc(RECON_LOOKUP_BATCH, sizeof(*s->many));
-		s->many_len = recon_xcalloc(RECON_LOOKUP_BATCH, sizeof(*s->many_len));
-	}
-	if ((rc = bind_results(s, err)) < 0)
+	/* many keys in one query; a short batch repeats its last key */
+	recon_buf_reset(&sql);
+	build_select(s, &sql);
+	recon_buf_adds(&sql, " WHERE ");
+	recon_source_sql_key(side, '`', 0, &sql);
+	recon_buf_adds(&sql, " IN (");
+	for (unsigned i = 0; i < RECON_LOOKUP_BATCH; i++)
+		recon_buf_adds(&sql, i ? ", ?" : "?");
+	recon_buf_addc(&sql, ')');
+	if ((rc = prepare(s, &s->lookup_many, sql.s, err)) < 0)
 		goto out;
+	s->many = recon_xcalloc(RECON_LOOKUP_BATCH, sizeof(*s->many));
+	s->many_len = recon_xcalloc(RECON_LOOKUP_BATCH, sizeof(*s->many_len));
+out:
+	recon_buf_release(&sql);
+	return rc;
+}
 
+static int my_open(struct recon_source **out, const struct recon_side *side,
+		   const struct recon_window *win, struct recon_err *err)
+{
+	struct mysql_source *s = recon_xcalloc(1, sizeof(*s));
+	MYSQL_BIND params[2];
+	int rc;
+
+	s->base.ops = &my_ops;
+	s->base.name = side->table;
+	s->side = side;
+	snprintf(s->where, sizeof(s->where), "mysql '%s'", side->dsn_env ? side->dsn_env : "");
+	if ((rc = my_connect(s, err)) < 0 || (rc = my_prepare_scan(s, win, params, err)) < 0 ||
+	    (rc = my_prepare_lookups(s, err)) < 0 || (rc = bind_results(s, err)) < 0)
+		goto out;
 	if (mysql_stmt_bind_param(s->scan, params) || mysql_stmt_execute(s->scan)) {
 		rc = fail_stmt(s, err, s->scan);
 		goto out;
@@ -381,12 +418,8 @@ static int my_open(struct recon_source **out, const struct recon_side *side,
 	*out = &s->base;
 	s = NULL;
 out:
-	if (meta)
-		mysql_free_result(meta);
-	recon_dsn_mysql_release(&d);
-	recon_buf_release(&sql);
 	if (s)
-		recon_source_mysql.close(&s->base);
+		my_ops.close(&s->base);
 	return rc;
 }
 
@@ -585,11 +618,18 @@ static void my_close(struct recon_source *src)
 	free(s);
 }
 
-const struct recon_source_ops recon_source_mysql = {
+static const struct recon_source_ops my_ops = {
     .kind = "mysql",
     .open = my_open,
     .next = my_next,
     .lookup = my_lookup,
     .lookup_many = my_lookup_many,
     .close = my_close,
+};
+
+const struct recon_source_backend recon_source_mysql = {
+    .name = "mysql",
+    .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN | RECON_SOURCE_TIME_PUSHDOWN |
+	    RECON_SOURCE_REREADABLE,
+    .ops = &my_ops,
 };

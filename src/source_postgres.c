@@ -352,28 +352,24 @@ fail : {
 }
 }
 
-static int pg_open(struct recon_source **out, const struct recon_side *side,
-		   const struct recon_window *win, struct recon_err *err)
+static const struct recon_source_ops pg_ops;
+
+/*
+ * Connects with the side's DSN, sets what the value parsing relies on, and
+ * starts the one read-only snapshot every statement of the source reads.
+ */
+static int pg_connect(struct pg_source *s, struct recon_err *err)
 {
 	static const char *const kw[] = {"connect_timeout", "fallback_application_name", "dbname",
 					 NULL};
-	struct pg_source *s = recon_xcalloc(1, sizeof(*s));
+	const struct recon_side *side = s->side;
 	const char *vals[4] = {"10", "recon", NULL, NULL};
 	PQconninfoOption *opts = NULL;
-	PGresult *res = NULL, *desc = NULL;
-	struct recon_buf sql;
-	const char *dsn, *bind[2];
-	char *perr = NULL, *scan_sql = NULL, lo[40], hi[40];
-	Oid scan_types[2] = {0, 0};
-	int rc = 0;
+	PGresult *res = NULL;
+	const char *dsn;
+	char *perr = NULL;
+	int rc;
 
-	recon_buf_init(&sql);
-	recon_buf_init(&s->scratch);
-	s->base.ops = &recon_source_postgres;
-	s->base.name = side->table;
-	s->side = side;
-	s->wait_ms = side->idle_timeout_ms > 0 ? side->idle_timeout_ms : WAIT_MS;
-	snprintf(s->where, sizeof(s->where), "postgres '%s'", side->dsn_env ? side->dsn_env : "");
 	if ((rc = recon_dsn_get(side, &dsn, err)) < 0)
 		goto out;
 	if (!side->cols[RECON_COL_TIME]) {
@@ -418,11 +414,28 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	res = last_result(s, PQsendQuery(s->conn, "SET TIME ZONE 'UTC'; SET DateStyle = 'ISO, "
 						  "YMD'; BEGIN ISOLATION LEVEL REPEATABLE READ "
 						  "READ ONLY"));
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = fail_res(s, err, "cannot start a read-only transaction", res);
-		goto out;
-	}
+out:
+	PQclear(res);
+	PQconninfoFree(opts);
+	PQfreemem(perr);
+	return rc;
+}
 
+/*
+ * Prepares the window's scan: its text into *scan_sql (caller frees), the
+ * types of its two bounds into types, the bounds as text into lo and hi.
+ */
+static int pg_prepare_scan(struct pg_source *s, const struct recon_window *win, char **scan_sql,
+			   Oid types[2], char *lo, char *hi, size_t size, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	PGresult *desc = NULL;
+	struct recon_buf sql;
+	int rc;
+
+	recon_buf_init(&sql);
 	build_select(s, &sql);
 	if (side->time_format) /* times in their own form (epoch, d/m/Y) do not sort as text:
 				  the whole table is read, and filtered once parsed */
@@ -437,16 +450,26 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 	for (int c = 0; c < RECON_COL__COUNT; c++)
 		if (s->colidx[c] >= 0)
 			s->coltype[c] = PQftype(desc, s->colidx[c]);
-	if ((rc = bounds(s, PQparamtype(desc, 0), win, lo, hi, sizeof(lo), err)) < 0)
+	if ((rc = bounds(s, PQparamtype(desc, 0), win, lo, hi, size, err)) < 0)
 		goto out;
-	scan_types[0] = PQparamtype(desc, 0);
-	scan_types[1] = PQparamtype(desc, 1);
-	scan_sql = recon_xstrdup(sql.s);
+	types[0] = PQparamtype(desc, 0);
+	types[1] = PQparamtype(desc, 1);
+	*scan_sql = recon_buf_detach(&sql);
+out:
 	PQclear(desc);
-	desc = NULL;
+	recon_buf_release(&sql);
+	return rc;
+}
 
-	/* lookups by key, without a time bound, in the same snapshot */
-	recon_buf_reset(&sql);
+/* Lookups by key, without a time bound, in the same snapshot (one key, or many at once). */
+static int pg_prepare_lookups(struct pg_source *s, struct recon_err *err)
+{
+	const struct recon_side *side = s->side;
+	PGresult *desc = NULL;
+	struct recon_buf sql;
+	int rc;
+
+	recon_buf_init(&sql);
 	build_select(s, &sql);
 	for (unsigned i = 0; i < side->nkey; i++) {
 		recon_buf_adds(&sql, i ? " AND " : " WHERE ");
@@ -466,41 +489,69 @@ static int pg_open(struct recon_source **out, const struct recon_side *side,
 		recon_buf_adds(&sql, " WHERE ");
 		recon_source_sql_key(side, '"', 0, &sql);
 		recon_buf_adds(&sql, " = ANY ($1)");
-		if ((rc = prepare(s, "recon_lookup_many", sql.s, 1, &desc, err)) < 0)
-			goto out;
+		rc = prepare(s, "recon_lookup_many", sql.s, 1, &desc, err);
 	}
+out:
+	PQclear(desc);
+	recon_buf_release(&sql);
+	return rc;
+}
 
-	bind[0] = lo;
-	bind[1] = hi;
-	recon_buf_reset(&sql);
+/* Opens the scan's cursor over [lo, hi) and fetches its first batch. */
+static int pg_declare(struct pg_source *s, const char *scan_sql, const Oid types[2], const char *lo,
+		      const char *hi, struct recon_err *err)
+{
+	const char *bind[2] = {lo, hi};
+	PGresult *res;
+	struct recon_buf sql;
+	int rc = 0;
+
+	recon_buf_init(&sql);
 	recon_buf_addf(&sql, "DECLARE recon_scan_cur NO SCROLL CURSOR FOR %s", scan_sql);
-	PQclear(res); /* the BEGIN's */
-	res = last_result(s, PQsendQueryParams(s->conn, sql.s, 2, scan_types, bind, NULL, NULL, 0));
+	res = last_result(s, PQsendQueryParams(s->conn, sql.s, 2, types, bind, NULL, NULL, 0));
+	recon_buf_release(&sql);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		char what[128];
-		snprintf(what, sizeof(what), "cannot read table '%s'", side->table);
+		snprintf(what, sizeof(what), "cannot read table '%s'", s->side->table);
 		rc = fail_res(s, err, what, res);
-		goto out;
 	}
+	PQclear(res);
+	if (rc < 0)
+		return rc;
 	s->cursor = true;
 	/*
 	 * Fetch the first batch now: privileges are checked when the statement
 	 * runs, not when it is prepared, and a source that cannot be read must
 	 * fail at open.
 	 */
-	if ((rc = fetch_batch(s, err)) < 0)
+	return fetch_batch(s, err);
+}
+
+static int pg_open(struct recon_source **out, const struct recon_side *side,
+		   const struct recon_window *win, struct recon_err *err)
+{
+	struct pg_source *s = recon_xcalloc(1, sizeof(*s));
+	char *scan_sql = NULL, lo[40], hi[40];
+	Oid scan_types[2] = {0, 0};
+	int rc;
+
+	recon_buf_init(&s->scratch);
+	s->base.ops = &pg_ops;
+	s->base.name = side->table;
+	s->side = side;
+	s->wait_ms = side->idle_timeout_ms > 0 ? side->idle_timeout_ms : WAIT_MS;
+	snprintf(s->where, sizeof(s->where), "postgres '%s'", side->dsn_env ? side->dsn_env : "");
+	if ((rc = pg_connect(s, err)) < 0 ||
+	    (rc = pg_prepare_scan(s, win, &scan_sql, scan_types, lo, hi, sizeof(lo), err)) < 0 ||
+	    (rc = pg_prepare_lookups(s, err)) < 0 ||
+	    (rc = pg_declare(s, scan_sql, scan_types, lo, hi, err)) < 0)
 		goto out;
 	*out = &s->base;
 	s = NULL;
 out:
 	free(scan_sql);
-	PQclear(res);
-	PQclear(desc);
-	PQconninfoFree(opts);
-	PQfreemem(perr);
-	recon_buf_release(&sql);
 	if (s)
-		recon_source_postgres.close(&s->base);
+		pg_ops.close(&s->base);
 	return rc;
 }
 
@@ -700,11 +751,18 @@ static void pg_close(struct recon_source *src)
 	free(s);
 }
 
-const struct recon_source_ops recon_source_postgres = {
+static const struct recon_source_ops pg_ops = {
     .kind = "postgres",
     .open = pg_open,
     .next = pg_next,
     .lookup = pg_lookup,
     .lookup_many = pg_lookup_many,
     .close = pg_close,
+};
+
+const struct recon_source_backend recon_source_postgres = {
+    .name = "postgres",
+    .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN | RECON_SOURCE_TIME_PUSHDOWN |
+	    RECON_SOURCE_REREADABLE,
+    .ops = &pg_ops,
 };

@@ -94,6 +94,8 @@ static int recover_hot_journal(struct sqlite_source *s, struct recon_err *err)
 	return 0;
 }
 
+static const struct recon_source_ops sqlite_ops;
+
 static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 		       const struct recon_window *win, struct recon_err *err)
 {
@@ -103,7 +105,7 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 	int rc = 0;
 
 	recon_buf_init(&sql);
-	s->base.ops = &recon_source_sqlite;
+	s->base.ops = &sqlite_ops;
 	s->side = side;
 	s->path = recon_job_expand_path(side->path, win->day);
 	s->base.name = side->table;
@@ -162,7 +164,7 @@ static int sqlite_open(struct recon_source **out, const struct recon_side *side,
 out:
 	recon_buf_release(&sql);
 	if (s)
-		recon_source_sqlite.close(&s->base);
+		sqlite_ops.close(&s->base);
 	return rc;
 }
 
@@ -223,10 +225,18 @@ static void sqlite_close(struct recon_source *src)
 	free(s);
 }
 
-const struct recon_source_ops recon_source_sqlite = {
+static const struct recon_source_ops sqlite_ops = {
     .kind = "sqlite",
     .open = sqlite_open,
     .next = sqlite_next,
     .lookup = sqlite_lookup,
     .close = sqlite_close,
+};
+
+const struct recon_source_backend recon_source_sqlite = {
+    .name = "sqlite",
+    .caps = RECON_SOURCE_PATH | RECON_SOURCE_TABLE | RECON_SOURCE_TIME_PUSHDOWN |
+	    RECON_SOURCE_REREADABLE,
+    .path_what = "SQLite database",
+    .ops = &sqlite_ops,
 };

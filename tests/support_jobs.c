@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "recon_mem.h"
+#include "recon_source.h"
 #include "recon_time.h"
 
 static void die(const char *what, const struct recon_err *err)
@@ -48,10 +49,9 @@ static void side_base(struct recon_side *sd, const char *role, const char *tz_na
 	if (recon_tz_load(&sd->tz, tz_name, &err) < 0)
 		die("cannot load the zone", &err);
 	sd->currency = recon_xstrdup("CNY");
-	sd->encoding = recon_xstrdup("UTF-8");
-	sd->delimiter = ',';
-	sd->quote = '"';
-	sd->header = true;
+	sd->csv.delimiter = ',';
+	sd->csv.quote = '"';
+	sd->csv.header = true;
 	support_side_col(sd, RECON_COL_KEY0, "out_trade_no");
 }
 
@@ -85,9 +85,9 @@ struct recon_job *support_job_new(void)
 	job->config_text = recon_xstrdup("{\"job\":\"test_job\"}");
 
 	side_base(up, "upstream", "Asia/Shanghai");
-	up->kind = RECON_KIND_CSV;
+	up->backend = &recon_source_csv;
 	up->path = recon_xstrdup("/nonexistent/statements/{date}.csv");
-	up->strip = recon_xstrdup("`");
+	up->csv.strip = recon_xstrdup("`");
 	support_side_col(up, RECON_COL_AMOUNT, "amount");
 	support_side_col(up, RECON_COL_TIME, "trade_time");
 	support_side_col(up, RECON_COL_TXN_ID, "transaction_id");
@@ -103,7 +103,7 @@ struct recon_job *support_job_new(void)
 	support_map_put(&up->status_map, "NOTPAY", RECON_ST_PENDING);
 
 	side_base(lo, "local", "Asia/Shanghai");
-	lo->kind = RECON_KIND_SQLITE;
+	lo->backend = &recon_source_sqlite;
 	lo->path = recon_xstrdup("/nonexistent/flow.db");
 	lo->table = recon_xstrdup("payment_flow");
 	support_side_col(lo, RECON_COL_AMOUNT_MINOR, "amount_cents");

@@ -302,7 +302,7 @@ static void test_formats_profile_keys_validated(void **state)
 	/* a job may drop a profile's totals */
 	job = load_ok("wechatpay-trade-bill", "wechatpay_bill/statements/{date}.csv",
 		      ", \"totals\": null");
-	assert_int_equal(job->upstream.totals.in, RECON_TOTALS_NONE);
+	assert_int_equal(job->upstream.csv.totals.in, RECON_TOTALS_NONE);
 	recon_job_free(job);
 	/* a job mapping a role drops the profile's alternatives for it */
 	job = load_ok("wechatpay-trade-bill", "wechatpay_bill/statements/{date}.csv",

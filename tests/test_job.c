@@ -25,6 +25,7 @@
 #include "recon_err.h"
 #include "recon_job.h"
 #include "recon_money.h"
+#include "recon_source.h"
 #include "recon_time.h"
 
 /*
@@ -305,11 +306,11 @@ static int teardown(void **state)
 
 static void assert_side_defaults_csv_layout(const struct recon_side *s)
 {
-	assert_int_equal(s->delimiter, ',');
-	assert_int_equal(s->quote, '"');
-	assert_true(s->header);
-	assert_int_equal(s->skip_lines, 0);
-	assert_null(s->encoding);
+	assert_int_equal(s->csv.delimiter, ',');
+	assert_int_equal(s->csv.quote, '"');
+	assert_true(s->csv.header);
+	assert_int_equal(s->csv.skip_lines, 0);
+	assert_null(s->csv.encoding);
 }
 
 /* ---- the DESIGN example --------------------------------------------------- */
@@ -341,11 +342,11 @@ static void test_job_design_example_loads(void **state)
 
 	/* upstream: csv, columns and status words from the profile */
 	assert_string_equal(up->role, "upstream");
-	assert_int_equal(up->kind, RECON_KIND_CSV);
+	assert_ptr_equal(up->backend, &recon_source_csv);
 	want = xasprintf("%s/statements/{date}.csv", dir);
 	assert_string_equal(up->path, want);
 	free(want);
-	assert_string_equal(up->format, "wechatpay-trade-bill");
+	assert_string_equal(up->csv.format, "wechatpay-trade-bill");
 	assert_null(up->table);
 	assert_null(up->dsn_env);
 	assert_int_equal(up->nkey, 1);
@@ -366,22 +367,22 @@ static void test_job_design_example_loads(void **state)
 	assert_int_equal(recon_map_get(&up->status_map, "NOTPAY", 6), RECON_ST_PENDING);
 	assert_int_equal(up->entry_types.n, 0);
 	assert_side_defaults_csv_layout(up);
-	assert_string_equal(up->strip, "`");
-	assert_non_null(up->stop_prefixes);
-	assert_string_equal(up->stop_prefixes[0], "总交易单数");
-	assert_null(up->stop_prefixes[1]);
-	assert_null(up->comment_prefixes);
+	assert_string_equal(up->csv.strip, "`");
+	assert_non_null(up->csv.stop_prefixes);
+	assert_string_equal(up->csv.stop_prefixes[0], "总交易单数");
+	assert_null(up->csv.stop_prefixes[1]);
+	assert_null(up->csv.comment_prefixes);
 	assert_string_equal(up->tz_name, "Asia/Shanghai");
 	assert_non_null(up->tz);
 	assert_string_equal(up->currency, "CNY");
 
 	/* local: sqlite, its own columns, the job-level status map */
 	assert_string_equal(lo->role, "local");
-	assert_int_equal(lo->kind, RECON_KIND_SQLITE);
+	assert_ptr_equal(lo->backend, &recon_source_sqlite);
 	want = xasprintf("%s/flow.db", dir);
 	assert_string_equal(lo->path, want);
 	free(want);
-	assert_null(lo->format);
+	assert_null(lo->csv.format);
 	assert_string_equal(lo->table, "payment_flow");
 	assert_null(lo->dsn_env);
 	assert_int_equal(lo->nkey, 1);
@@ -401,7 +402,9 @@ static void test_job_design_example_loads(void **state)
 	assert_int_equal(recon_map_get(&lo->status_map, "paid", 4), -1);
 	assert_int_equal(recon_map_get(&lo->status_map, "PAIDX", 5), -1);
 	assert_int_equal(recon_map_get(&lo->status_map, "PAIDX", 4), RECON_ST_SUCCESS);
-	assert_side_defaults_csv_layout(lo);
+	/* the csv layout is the csv backend's: a sqlite side leaves it zero */
+	assert_int_equal(lo->csv.delimiter, 0);
+	assert_false(lo->csv.header);
 	assert_string_equal(lo->tz_name, "Asia/Shanghai");
 	assert_non_null(lo->tz);
 	assert_string_equal(lo->currency, "CNY");
@@ -499,7 +502,7 @@ static void test_job_defaults(void **state)
 	assert_null(job->heartbeat_path);
 
 	assert_string_equal(job->upstream.path, "/data/bill.csv");
-	assert_null(job->upstream.format);
+	assert_null(job->upstream.csv.format);
 	assert_side_defaults_csv_layout(&job->upstream);
 	assert_string_equal(job->upstream.tz_name, "UTC");
 	assert_string_equal(job->upstream.currency, "USD");
@@ -508,10 +511,10 @@ static void test_job_defaults(void **state)
 	/* a csv side's column names are free text, not SQL identifiers */
 	assert_string_equal(job->local.cols[RECON_COL_KEY0], "order no");
 	assert_string_equal(job->local.cols[RECON_COL_AMOUNT_MINOR], "amount (cents)");
-	assert_int_equal(job->local.delimiter, '\t');
-	assert_int_equal(job->local.quote, '\0');
-	assert_false(job->local.header);
-	assert_null(job->local.encoding); /* "utf8" is the default, normalised away */
+	assert_int_equal(job->local.csv.delimiter, '\t');
+	assert_int_equal(job->local.csv.quote, '\0');
+	assert_false(job->local.csv.header);
+	assert_null(job->local.csv.encoding); /* "utf8" is the default, normalised away */
 	assert_int_equal(recon_map_get(&job->local.status_map, "0", 1), RECON_ST_CLOSED);
 	recon_job_free(job);
 }
@@ -899,7 +902,7 @@ static void test_job_database_sources_load(void **state)
 				   "\"kind\": \"postgres\", \"dsn_env\": \"RECON_LOCAL_DSN\",",
 				   &job, &err),
 			 0);
-	assert_int_equal(job->local.kind, RECON_KIND_POSTGRES);
+	assert_ptr_equal(job->local.backend, &recon_source_postgres);
 	assert_string_equal(job->local.dsn_env, "RECON_LOCAL_DSN");
 	assert_null(job->local.path);
 	assert_string_equal(job->local.table, "payment_flow");
@@ -908,7 +911,7 @@ static void test_job_database_sources_load(void **state)
 	assert_int_equal(load_edit(fx, "\"kind\": \"sqlite\", \"path\": \"flow.db\",",
 				   "\"kind\": \"mysql\", \"dsn_env\": \"_dsn2\",", &job, &err),
 			 0);
-	assert_int_equal(job->local.kind, RECON_KIND_MYSQL);
+	assert_ptr_equal(job->local.backend, &recon_source_mysql);
 	assert_string_equal(job->local.dsn_env, "_dsn2");
 	recon_job_free(job);
 
@@ -919,7 +922,7 @@ static void test_job_database_sources_load(void **state)
 				   "\"kind\": \"csv\", \"path\": \"export/{yyyymmdd}.csv\",", &job,
 				   &err),
 			 0);
-	assert_int_equal(job->local.kind, RECON_KIND_CSV);
+	assert_ptr_equal(job->local.backend, &recon_source_csv);
 	assert_null(job->local.table);
 	recon_job_free(job);
 }
@@ -1157,7 +1160,7 @@ static void test_job_profile_from_formats_dir_merged(void **state)
 
 	assert_int_equal(load_edited(fx, edits, &job, &err), 0);
 	up = &job->upstream;
-	assert_string_equal(up->format, "acme-bill");
+	assert_string_equal(up->csv.format, "acme-bill");
 	/* the side's columns override the profile's; null unmaps */
 	assert_string_equal(up->cols[RECON_COL_KEY0], "payment_metadata[order_id]");
 	assert_int_equal(up->nkey, 1);
@@ -1167,15 +1170,15 @@ static void test_job_profile_from_formats_dir_merged(void **state)
 	assert_string_equal(up->cols[RECON_COL_TIME], "created");
 	assert_string_equal(up->cols[RECON_COL_CURRENCY], "ccy");
 	/* layout: profile, then the side */
-	assert_int_equal(up->delimiter, ',');
-	assert_int_equal(up->quote, '"');
-	assert_false(up->header);
-	assert_int_equal(up->skip_lines, 2);
+	assert_int_equal(up->csv.delimiter, ',');
+	assert_int_equal(up->csv.quote, '"');
+	assert_false(up->csv.header);
+	assert_int_equal(up->csv.skip_lines, 2);
 	assert_true(up->money_flags & RECON_MONEY_THOUSANDS);
-	assert_string_equal(up->encoding, "GB18030");
-	assert_string_equal(up->comment_prefixes[0], "#");
-	assert_string_equal(up->comment_prefixes[1], "//");
-	assert_null(up->comment_prefixes[2]);
+	assert_string_equal(up->csv.encoding, "GB18030");
+	assert_string_equal(up->csv.comment_prefixes[0], "#");
+	assert_string_equal(up->csv.comment_prefixes[1], "//");
+	assert_null(up->csv.comment_prefixes[2]);
 	assert_string_equal(up->currency, "EUR");
 	assert_string_equal(up->tz_name, "Europe/Berlin");
 	assert_non_null(up->tz);
@@ -1371,10 +1374,11 @@ static void test_job_names(void **state)
 	assert_string_equal(recon_status_name(RECON_ST_REFUNDED), "refunded");
 	assert_string_equal(recon_status_name(RECON_ST_CLOSED), "closed");
 	assert_string_equal(recon_status_name(RECON_ST_PENDING), "pending");
-	assert_string_equal(recon_kind_name(RECON_KIND_CSV), "csv");
-	assert_string_equal(recon_kind_name(RECON_KIND_SQLITE), "sqlite");
-	assert_string_equal(recon_kind_name(RECON_KIND_POSTGRES), "postgres");
-	assert_string_equal(recon_kind_name(RECON_KIND_MYSQL), "mysql");
+	assert_ptr_equal(recon_source_backend_find("csv"), &recon_source_csv);
+	assert_ptr_equal(recon_source_backend_find("sqlite"), &recon_source_sqlite);
+	assert_ptr_equal(recon_source_backend_find("postgres"), &recon_source_postgres);
+	assert_ptr_equal(recon_source_backend_find("mysql"), &recon_source_mysql);
+	assert_null(recon_source_backend_find("CSV"));
 }
 
 static void test_job_config_text_stable(void **state)

@@ -1,7 +1,8 @@
 /*
- * The reader interface's shared helpers (src/recon_source.c): which keys an
- * integer key column can hold, and when recon_source_lookup_many() declines
- * (no database needed: a stub source stands in for one).
+ * The reader interface's shared helpers (src/recon_source.c): the backend
+ * registry and what the core asks of a backend, which keys an integer key
+ * column can hold, and when recon_source_lookup_many() declines (no database
+ * needed: a stub source stands in for one).
  */
 /* cmocka.h needs these first, in this order: keep clang-format from sorting them. */
 /* clang-format off */
@@ -69,6 +70,37 @@ static const struct int_case int_cases[] = {
 };
 /* clang-format on */
 
+/* The registry: found by name, listed in order, asked by capability; absent ops answer "none". */
+static void test_source_backends(void **state)
+{
+	struct recon_side side;
+	struct recon_window win;
+	uint64_t bytes = 1;
+	char names[128], hex[65];
+
+	(void)state;
+	assert_ptr_equal(recon_source_backend_find("csv"), &recon_source_csv);
+	assert_ptr_equal(recon_source_backend_find("mysql"), &recon_source_mysql);
+	assert_null(recon_source_backend_find("oracle"));
+	assert_ptr_equal(recon_source_backends()[0], &recon_source_csv);
+	recon_source_backend_names(0, " or ", names, sizeof(names));
+	assert_string_equal(names, "csv, sqlite, postgres or mysql");
+	recon_source_backend_names(RECON_SOURCE_DSN, " and ", names, sizeof(names));
+	assert_string_equal(names, "postgres and mysql");
+	recon_source_backend_names(RECON_SOURCE_PATH, " or ", names, 6);
+	assert_string_equal(names, "csv"); /* truncated: whole names only */
+
+	memset(&side, 0, sizeof(side));
+	memset(&win, 0, sizeof(win));
+	assert_false(recon_source_has(&side, RECON_SOURCE_FILE)); /* no backend yet */
+	side.backend = &recon_source_sqlite;
+	assert_true(recon_source_has(&side, RECON_SOURCE_PATH | RECON_SOURCE_TABLE));
+	assert_false(recon_source_has(&side, RECON_SOURCE_FILE | RECON_SOURCE_PATH));
+	assert_int_equal(recon_source_estimate(&side, &win, &bytes), 0); /* sqlite: no estimate */
+	assert_int_equal(bytes, 0);
+	assert_int_equal(recon_source_digest(NULL, hex), -1);
+}
+
 static void test_source_int_keys(void **state)
 {
 	(void)state;
@@ -135,6 +167,7 @@ static void test_source_lookup_many_declines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_source_backends),
 	    cmocka_unit_test(test_source_int_keys),
 	    cmocka_unit_test(test_source_lookup_many_declines),
 	};

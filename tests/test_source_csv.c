@@ -92,12 +92,12 @@ static void side_init(struct recon_side *sd, const char *path)
 {
 	memset(sd, 0, sizeof(*sd));
 	sd->role = "upstream";
-	sd->kind = RECON_KIND_CSV;
+	sd->backend = &recon_source_csv;
 	sd->path = S(path);
 	sd->nkey = 1;
-	sd->delimiter = ',';
-	sd->quote = '"';
-	sd->header = true;
+	sd->csv.delimiter = ',';
+	sd->csv.quote = '"';
+	sd->csv.header = true;
 }
 
 static struct recon_window window(void)
@@ -118,7 +118,7 @@ static struct recon_source *open_ok(const struct recon_side *sd)
 	int rc;
 
 	recon_err_init(&err);
-	rc = recon_source_csv.open(&src, sd, &w, &err);
+	rc = recon_source_csv.ops->open(&src, sd, &w, &err);
 	if (rc < 0)
 		fail_msg("open failed: %s", recon_err_str(&err, buf, sizeof(buf)));
 	assert_non_null(src);
@@ -133,7 +133,7 @@ static int open_fail(const struct recon_side *sd, struct recon_err *err)
 	int rc;
 
 	recon_err_init(err);
-	rc = recon_source_csv.open(&src, sd, &w, err);
+	rc = recon_source_csv.ops->open(&src, sd, &w, err);
 	assert_true(rc < 0);
 	assert_int_equal(rc, err->code);
 	assert_null(src);
@@ -148,7 +148,7 @@ static const struct recon_raw_row *next_row(struct recon_source *src)
 	int rc;
 
 	recon_err_init(&err);
-	rc = recon_source_csv.next(src, &row, &err);
+	rc = recon_source_csv.ops->next(src, &row, &err);
 	if (rc < 0)
 		fail_msg("next failed: %s", recon_err_str(&err, buf, sizeof(buf)));
 	assert_int_equal(rc, RECON_ROW);
@@ -162,10 +162,10 @@ static void expect_done(struct recon_source *src)
 	struct recon_err err;
 
 	recon_err_init(&err);
-	assert_int_equal(recon_source_csv.next(src, &row, &err), RECON_DONE);
+	assert_int_equal(recon_source_csv.ops->next(src, &row, &err), RECON_DONE);
 	assert_int_equal(err.code, 0);
 	/* and it stays done */
-	assert_int_equal(recon_source_csv.next(src, &row, &err), RECON_DONE);
+	assert_int_equal(recon_source_csv.ops->next(src, &row, &err), RECON_DONE);
 }
 
 static void check_val(const struct recon_raw_row *row, enum recon_col c, const char *want)
@@ -230,7 +230,7 @@ static void test_source_csv_bom(void **state)
 	assert_int_equal(row->raw_len, 6);
 	assert_memory_equal(row->raw, "1,2.00", 6);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_crlf(void **state)
@@ -256,7 +256,7 @@ static void test_source_csv_crlf(void **state)
 	check_ok(row, 4);
 	check_val(row, RECON_COL_AMOUNT, "");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_quoted(void **state)
@@ -300,7 +300,7 @@ static void test_source_csv_quoted(void **state)
 	check_val(row, RECON_COL_STATUS, "");
 	check_val(row, RECON_COL_AMOUNT, "");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 /* A line with quotes (libcsv) and one without (split in place) give the same cells. */
@@ -337,7 +337,7 @@ static void test_source_csv_paths_agree(void **state)
 	check_val(b, RECON_COL_AMOUNT, "\t1 ");
 	check_val(b, RECON_COL_CURRENCY, "");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_short_and_long_rows(void **state)
@@ -370,7 +370,7 @@ static void test_source_csv_short_and_long_rows(void **state)
 	check_ok(row, 6);
 	check_val(row, RECON_COL_STATUS, "SUCCESS");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_skip_lines(void **state)
@@ -385,7 +385,7 @@ static void test_source_csv_skip_lines(void **state)
 				 "generated \"today\", by, someone\n"
 				 "id,amount\n"
 				 "1,2.00\n"));
-	sd.skip_lines = 2;
+	sd.csv.skip_lines = 2;
 	sd.cols[RECON_COL_KEY0] = S("id");
 	sd.cols[RECON_COL_AMOUNT] = S("amount");
 	src = open_ok(&sd);
@@ -393,7 +393,7 @@ static void test_source_csv_skip_lines(void **state)
 	check_ok(row, 4);
 	check_val(row, RECON_COL_AMOUNT, "2.00");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_comment_lines(void **state)
@@ -416,7 +416,7 @@ static void test_source_csv_comment_lines(void **state)
 				 "2,3.00\n"
 				 "#end\n"
 				 "#total: 5.00\r\n"));
-	sd.comment_prefixes = comments;
+	sd.csv.comment_prefixes = comments;
 	sd.cols[RECON_COL_KEY0] = S("id");
 	sd.cols[RECON_COL_AMOUNT] = S("amount");
 	src = open_ok(&sd);
@@ -432,7 +432,7 @@ static void test_source_csv_comment_lines(void **state)
 	assert_int_equal(len, strlen(text));
 	assert_null(recon_source_csv_trailer(src, &len, NULL));
 	assert_int_equal(len, 0);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_trailer_stop(void **state)
@@ -454,7 +454,7 @@ static void test_source_csv_trailer_stop(void **state)
 				 "2.00,1\r\n"
 				 "\n"
 				 "3,not data"));
-	sd.stop_prefixes = stops;
+	sd.csv.stop_prefixes = stops;
 	sd.cols[RECON_COL_KEY0] = S("id");
 	sd.cols[RECON_COL_AMOUNT] = S("amount");
 	src = open_ok(&sd);
@@ -469,7 +469,7 @@ static void test_source_csv_trailer_stop(void **state)
 	assert_int_equal(len, strlen(text));
 	assert_int_equal(first, 5);
 	assert_null(recon_source_csv_footer(src, &len));
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_missing_column(void **state)
@@ -480,7 +480,7 @@ static void test_source_csv_missing_column(void **state)
 	char where[600];
 
 	side_init(&sd, write_str(fx, "missing.csv", "junk line\nid,amount\n1,2\n"));
-	sd.skip_lines = 1;
+	sd.csv.skip_lines = 1;
 	sd.cols[RECON_COL_KEY0] = S("id");
 	sd.cols[RECON_COL_AMOUNT] = S("amt");
 	assert_int_equal(open_fail(&sd, &err), RECON_EINPUT);
@@ -502,13 +502,13 @@ static void test_source_csv_header_stripped(void **state)
 	struct recon_source *src;
 
 	side_init(&sd, write_str(fx, "hstrip.csv", " `id\t, amount \n1,2\n"));
-	sd.strip = S("`\t");
+	sd.csv.strip = S("`\t");
 	sd.cols[RECON_COL_KEY0] = S("id");
 	sd.cols[RECON_COL_AMOUNT] = S("amount");
 	src = open_ok(&sd);
 	check_val(next_row(src), RECON_COL_AMOUNT, "2");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_wechat(void **state)
@@ -535,9 +535,9 @@ static void test_source_csv_wechat(void **state)
 			    "`4200002086202401160745964085,`ORD\"2,`SUCCESS,`1.00,`0.00,`0,`a,b\r\n"
 			    "总交易单数,应结订单总金额,退款总金额\r\n"
 			    "`3,`1.02,`0.01\r\n"));
-	sd.quote = 0;
-	sd.strip = S("`");
-	sd.stop_prefixes = stops;
+	sd.csv.quote = 0;
+	sd.csv.strip = S("`");
+	sd.csv.stop_prefixes = stops;
 	sd.cols[RECON_COL_TIME] = S("交易时间");
 	sd.cols[RECON_COL_TXN_ID] = S("微信订单号");
 	sd.cols[RECON_COL_KEY0] = S("商户订单号");
@@ -566,7 +566,7 @@ static void test_source_csv_wechat(void **state)
 	text = recon_source_csv_trailer(src, &len, &first);
 	assert_string_equal(text, "总交易单数,应结订单总金额,退款总金额\n`3,`1.02,`0.01\n");
 	assert_int_equal(first, 5);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_alipay_gbk(void **state)
@@ -603,10 +603,10 @@ static void test_source_csv_alipay_gbk(void **state)
 	n = to_gbk(utf8, gbk, sizeof(gbk));
 	assert_true(n < strlen(utf8)); /* really GBK: 2 bytes per Han character */
 	side_init(&sd, write_file(fx, "alipay.csv", gbk, n));
-	sd.quote = 0;
-	sd.encoding = S("GBK");
-	sd.strip = S("\t");
-	sd.comment_prefixes = comments;
+	sd.csv.quote = 0;
+	sd.csv.encoding = S("GBK");
+	sd.csv.strip = S("\t");
+	sd.csv.comment_prefixes = comments;
 	sd.cols[RECON_COL_TXN_ID] = S("支付宝交易号");
 	sd.cols[RECON_COL_KEY0] = S("商户订单号");
 	sd.cols[RECON_COL_ENTRY_TYPE] = S("业务类型");
@@ -629,7 +629,7 @@ static void test_source_csv_alipay_gbk(void **state)
 	text = recon_source_csv_footer(src, &len);
 	assert_non_null(text);
 	assert_string_equal(text, footer);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_invalid_utf8(void **state)
@@ -656,7 +656,7 @@ static void test_source_csv_invalid_utf8(void **state)
 	check_reject(next_row(src), 6, "invalid UTF-8 byte 0xC0 at field 2");
 	check_ok(next_row(src), 7);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_invalid_gbk(void **state)
@@ -676,7 +676,7 @@ static void test_source_csv_invalid_gbk(void **state)
 	n += sizeof(bad) - 1;
 	n += to_gbk("4,东京\n", data + n, sizeof(data) - n);
 	side_init(&sd, write_file(fx, "badgbk.csv", data, n));
-	sd.encoding = S("GBK");
+	sd.csv.encoding = S("GBK");
 	sd.cols[RECON_COL_KEY0] = S("订单");
 	sd.cols[RECON_COL_STATUS] = S("金额");
 	src = open_ok(&sd);
@@ -688,10 +688,10 @@ static void test_source_csv_invalid_gbk(void **state)
 	check_ok(row, 5);
 	check_val(row, RECON_COL_STATUS, "东京");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 
 	side_init(&sd, fx->path);
-	sd.encoding = S("NO-SUCH-CHARSET");
+	sd.csv.encoding = S("NO-SUCH-CHARSET");
 	sd.cols[RECON_COL_KEY0] = S("订单");
 	{
 		struct recon_err err;
@@ -737,7 +737,7 @@ static void test_source_csv_big_field(void **state)
 	check_val(row, RECON_COL_AMOUNT, "3.00");
 	check_ok(next_row(src), 5);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_overlong_record(void **state)
@@ -767,7 +767,7 @@ static void test_source_csv_overlong_record(void **state)
 	check_ok(row, 4);
 	check_val(row, RECON_COL_KEY0, "3");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_bad_quotes(void **state)
@@ -799,7 +799,7 @@ static void test_source_csv_bad_quotes(void **state)
 	check_reject(row, 8, "unterminated quoted field");
 	assert_memory_equal(row->raw, "6,\"never closed\n7,swallowed", row->raw_len);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 /*
@@ -813,7 +813,7 @@ static void expect_empty(struct recon_source *src, const char *what)
 	struct recon_err err;
 
 	recon_err_init(&err);
-	assert_int_equal(recon_source_csv.next(src, &row, &err), RECON_EINPUT);
+	assert_int_equal(recon_source_csv.ops->next(src, &row, &err), RECON_EINPUT);
 	if (!strstr(err.msg, what) || !strstr(err.msg, "no entries") ||
 	    !strstr(err.msg, "\"allow_empty\": true"))
 		fail_msg("unexpected message: %s: %s", err.where, err.msg);
@@ -830,33 +830,33 @@ static void test_source_csv_empty_file(void **state)
 	sd.cols[RECON_COL_KEY0] = S("id");
 	src = open_ok(&sd);
 	expect_empty(src, "empty file");
-	recon_source_csv.close(src);
-	sd.allow_empty = true;
+	recon_source_csv.ops->close(src);
+	sd.csv.allow_empty = true;
 	src = open_ok(&sd);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 
-	sd.header = false;
-	sd.allow_empty = false;
+	sd.csv.header = false;
+	sd.csv.allow_empty = false;
 	sd.cols[RECON_COL_KEY0] = S("1");
 	src = open_ok(&sd);
 	expect_empty(src, "empty file");
-	recon_source_csv.close(src);
-	sd.allow_empty = true;
+	recon_source_csv.ops->close(src);
+	sd.csv.allow_empty = true;
 	src = open_ok(&sd);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 
 	/* only a BOM and blank lines */
 	side_init(&sd, write_str(fx, "blank.csv", "\xEF\xBB\xBF\r\n\n"));
 	sd.cols[RECON_COL_KEY0] = S("id");
 	src = open_ok(&sd);
 	expect_empty(src, "no entries");
-	recon_source_csv.close(src);
-	sd.allow_empty = true;
+	recon_source_csv.ops->close(src);
+	sd.csv.allow_empty = true;
 	src = open_ok(&sd);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_header_only(void **state)
@@ -869,18 +869,18 @@ static void test_source_csv_header_only(void **state)
 	sd.cols[RECON_COL_KEY0] = S("id");
 	src = open_ok(&sd);
 	expect_empty(src, "no records");
-	recon_source_csv.close(src);
-	sd.allow_empty = true;
+	recon_source_csv.ops->close(src);
+	sd.csv.allow_empty = true;
 	src = open_ok(&sd);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 
 	side_init(&sd, write_str(fx, "hdr2.csv", "id,amount"));
 	sd.cols[RECON_COL_KEY0] = S("id");
-	sd.allow_empty = true;
+	sd.csv.allow_empty = true;
 	src = open_ok(&sd);
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_no_trailing_newline(void **state)
@@ -899,7 +899,7 @@ static void test_source_csv_no_trailing_newline(void **state)
 	check_ok(row, 3);
 	check_val(row, RECON_COL_AMOUNT, "3.00");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 
 	side_init(&sd, write_str(fx, "nonl2.csv", "id,amount\n1,\"2.00\""));
 	sd.cols[RECON_COL_AMOUNT] = S("amount");
@@ -908,7 +908,7 @@ static void test_source_csv_no_trailing_newline(void **state)
 	check_ok(row, 2);
 	check_val(row, RECON_COL_AMOUNT, "2.00");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 static void test_source_csv_positional(void **state)
@@ -920,8 +920,8 @@ static void test_source_csv_positional(void **state)
 	struct recon_err err;
 
 	side_init(&sd, write_str(fx, "pos.csv", "A1;x;1.00\nA2;y;2.00\nA3;z\nA4;w;4.00;extra\n"));
-	sd.header = false;
-	sd.delimiter = ';';
+	sd.csv.header = false;
+	sd.csv.delimiter = ';';
 	sd.cols[RECON_COL_KEY0] = S("1");
 	sd.cols[RECON_COL_AMOUNT] = S("3");
 	src = open_ok(&sd);
@@ -933,7 +933,7 @@ static void test_source_csv_positional(void **state)
 	check_reject(next_row(src), 3, "expected at least 3 fields, found 2");
 	check_reject(next_row(src), 4, "expected 3 fields, found 4");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 
 	sd.cols[RECON_COL_AMOUNT] = S("amount");
 	assert_int_equal(open_fail(&sd, &err), RECON_ECONFIG);
@@ -963,7 +963,7 @@ static void test_source_csv_missing_file(void **state)
 		w.start = 1705363200000LL; /* 2024-01-16T00:00:00Z */
 		w.end = w.start + 5 * 60000;
 		recon_err_init(&err);
-		assert_int_equal(recon_source_csv.open(&src, &sd, &w, &err), RECON_EUNAVAIL);
+		assert_int_equal(recon_source_csv.ops->open(&src, &sd, &w, &err), RECON_EUNAVAIL);
 		assert_null(src);
 		assert_non_null(strstr(err.msg, "hot mode reads its window every few minutes"));
 	}
@@ -984,7 +984,7 @@ static void test_source_csv_date_path(void **state)
 	assert_string_equal(src->name, fx->path);
 	check_val(next_row(src), RECON_COL_KEY0, "7");
 	expect_done(src);
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 }
 
 /* A binary file: the header cannot name the columns; no crash, a clear error. */
@@ -1003,12 +1003,12 @@ static void test_source_csv_binary_file(void **state)
 	assert_string_equal(err.msg, "column 'id' (role 'key') not found in header");
 
 	/* header=false: every record is a reject, none crashes */
-	sd.header = false;
+	sd.csv.header = false;
 	sd.cols[RECON_COL_KEY0] = S("1");
 	src = open_ok(&sd);
 	assert_non_null(next_row(src)->reject);
-	recon_source_csv.close(src);
-	recon_source_csv.close(NULL);
+	recon_source_csv.ops->close(src);
+	recon_source_csv.ops->close(NULL);
 }
 
 int main(void)

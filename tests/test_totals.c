@@ -62,13 +62,13 @@ static void wx_side(struct recon_side *sd)
 {
 	memset(sd, 0, sizeof(*sd));
 	sd->role = "upstream";
-	sd->delimiter = ',';
-	sd->strip = S("`");
-	sd->stop_prefixes = wx_stop;
-	sd->totals.in = RECON_TOTALS_TRAILER;
-	sd->totals.required = true;
-	sd->totals.groups = &wx_group;
-	sd->totals.ngroups = 1;
+	sd->csv.delimiter = ',';
+	sd->csv.strip = S("`");
+	sd->csv.stop_prefixes = wx_stop;
+	sd->csv.totals.in = RECON_TOTALS_TRAILER;
+	sd->csv.totals.required = true;
+	sd->csv.totals.groups = &wx_group;
+	sd->csv.totals.ngroups = 1;
 }
 
 static void cells3(struct recon_totals_cell *c, const char *a, const char *b, const char *d)
@@ -131,14 +131,14 @@ static void test_totals_trailer_agrees(void **state)
 	assert_non_null(strstr(err.msg, "control total '订单总金额' is not one the side's profile "
 					"checks or knows as informational"));
 	/* ... unless the profile knows it as informational, or the job ignores it */
-	sd.totals.informational = (char *[]){S("订单总金额"), NULL};
+	sd.csv.totals.informational = (char *[]){S("订单总金额"), NULL};
 	assert_int_equal(check(t,
 			       "总交易单数,退款总金额,手续费总金额,订单总金额\n"
 			       "`3,`0.02,`0.00601,`9.99\n",
 			       5, &err),
 			 0);
-	sd.totals.informational = NULL;
-	sd.totals_ignore = (char *[]){S("订单总金额"), NULL};
+	sd.csv.totals.informational = NULL;
+	sd.csv.totals_ignore = (char *[]){S("订单总金额"), NULL};
 	assert_int_equal(check(t,
 			       "总交易单数,退款总金额,手续费总金额,订单总金额\n"
 			       "`3,`0.02,`0.00601,`9.99\n",
@@ -177,7 +177,7 @@ static void test_totals_trailer_disagrees(void **state)
 	assert_string_equal(err.where, "bill.csv:4");
 	recon_totals_free(t);
 	/* not required and absent: nothing to check */
-	sd.totals.required = false;
+	sd.csv.totals.required = false;
 	t = wx_fed(&sd);
 	assert_int_equal(check(t, NULL, 0, &err), 0);
 	recon_totals_free(t);
@@ -241,13 +241,13 @@ static void test_totals_footer(void **state)
 	(void)state;
 	memset(&sd, 0, sizeof(sd));
 	sd.role = "upstream";
-	sd.delimiter = ',';
-	sd.strip = S("\t");
-	sd.comment_prefixes = ali_comments;
-	sd.totals.in = RECON_TOTALS_FOOTER;
-	sd.totals.required = true;
-	sd.totals.groups = ali_groups;
-	sd.totals.ngroups = 2;
+	sd.csv.delimiter = ',';
+	sd.csv.strip = S("\t");
+	sd.csv.comment_prefixes = ali_comments;
+	sd.csv.totals.in = RECON_TOTALS_FOOTER;
+	sd.csv.totals.required = true;
+	sd.csv.totals.groups = ali_groups;
+	sd.csv.totals.ngroups = 2;
 	t = recon_totals_new(&sd);
 	cells3(c, "业务类型", "订单金额（元）", "商家实收（元）");
 	recon_totals_bind(t, c, 3, 0);
@@ -263,7 +263,7 @@ static void test_totals_footer(void **state)
 			 RECON_EINPUT);
 	assert_string_equal(err.where, "a.csv:21");
 	assert_non_null(strstr(err.msg, "control total '商家优惠' is not one"));
-	sd.totals.informational = (char *[]){S("商家优惠"), S("商家优惠退款"), NULL};
+	sd.csv.totals.informational = (char *[]){S("商家优惠"), S("商家优惠退款"), NULL};
 	recon_err_init(&err);
 	assert_int_equal(recon_totals_check(t, ok, strlen(ok), lines, 3, "a.csv", 23, &err), 0);
 	/* another line stating totals that no group reads */
@@ -277,11 +277,11 @@ static void test_totals_footer(void **state)
 		    RECON_EINPUT);
 		assert_string_equal(err.where, "a.csv:22");
 		assert_non_null(strstr(err.msg, "control total '#分账合计：' is not one"));
-		sd.totals_ignore = (char *[]){S("#分账合计："), NULL};
+		sd.csv.totals_ignore = (char *[]){S("#分账合计："), NULL};
 		recon_err_init(&err);
 		assert_int_equal(
 		    recon_totals_check(t, other, strlen(other), lines, 3, "a.csv", 23, &err), 0);
-		sd.totals_ignore = NULL;
+		sd.csv.totals_ignore = NULL;
 	}
 	assert_int_equal(recon_totals_check(t, bad, strlen(bad), lines, 3, "a.csv", 23, &err),
 			 RECON_EINPUT);

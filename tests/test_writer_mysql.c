@@ -165,7 +165,7 @@ static struct recon_job *job_new(const char *table, const char *time_col, const 
 	struct recon_side *lo = &job->local;
 	struct recon_err err;
 
-	lo->kind = RECON_KIND_MYSQL;
+	lo->backend = &recon_source_mysql;
 	free(lo->path);
 	lo->path = NULL;
 	free(lo->table);

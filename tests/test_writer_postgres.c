@@ -139,7 +139,7 @@ static struct recon_job *job_new(const char *table, const char *zone)
 	struct recon_side *lo = &job->local;
 	struct recon_err err;
 
-	lo->kind = RECON_KIND_POSTGRES;
+	lo->backend = &recon_source_postgres;
 	free(lo->path);
 	lo->path = NULL;
 	free(lo->table);

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	recon_err_init(&err);
 	memset(&side, 0, sizeof(side));
 	side.role = "local";
-	side.kind = !strcmp(argv[1], "mysql") ? RECON_KIND_MYSQL : RECON_KIND_POSTGRES;
+	side.backend = recon_source_backend_find(argv[1]);
 	side.table = argv[2];
 	side.dsn_env = (char *)"BIGREAD_DSN";
 	side.nkey = 1;
@@ -45,6 +45,10 @@ int main(int argc, char **argv)
 	side.cols[RECON_COL_AMOUNT] = (char *)"amount";
 	side.cols[RECON_COL_STATUS] = (char *)"status";
 	side.cols[RECON_COL_TIME] = (char *)"created_at";
+	if (!side.backend) {
+		fprintf(stderr, "bigread: no backend '%s' in this build\n", argv[1]);
+		return 2;
+	}
 	if (recon_tz_load(&tz, "Asia/Shanghai", &err) < 0 ||
 	    recon_date_parse(argv[3], &w.day, &err) < 0)
 		goto fail;

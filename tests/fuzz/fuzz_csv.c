@@ -331,7 +331,7 @@ static void run_job(const struct loaded *l, size_t nlines)
 	win.end = win.read_end = RECON_MS_PER_DAY;
 	recon_arena_init(&arena);
 	recon_err_init(&err);
-	rc = recon_source_csv.open(&src, side, &win, &err);
+	rc = recon_source_csv.ops->open(&src, side, &win, &err);
 	if (rc < 0) {
 		/* a bad header is an input error; nothing else may fail on a readable file */
 		check(rc == RECON_EINPUT && err.code == rc && err.msg[0], l->name,
@@ -339,7 +339,7 @@ static void run_job(const struct loaded *l, size_t nlines)
 		check(src == NULL, l->name, "failed open left a source");
 		goto out;
 	}
-	while ((rc = recon_source_csv.next(src, &row, &err)) == RECON_ROW) {
+	while ((rc = recon_source_csv.ops->next(src, &row, &err)) == RECON_ROW) {
 		struct recon_row nrow;
 		struct recon_err nerr;
 		int nrc;
@@ -380,7 +380,7 @@ static void run_job(const struct loaded *l, size_t nlines)
 	check(rc == RECON_DONE || (rc < 0 && err.code == rc), l->name,
 	      "next() returned an unexpected value");
 	if (rc == RECON_DONE)
-		check(recon_source_csv.next(src, &row, &err) == RECON_DONE, l->name,
+		check(recon_source_csv.ops->next(src, &row, &err) == RECON_DONE, l->name,
 		      "next() after RECON_DONE");
 	text = recon_source_csv_trailer(src, &len, &first);
 	if (text) {
@@ -402,7 +402,7 @@ out:
 			l->name, nrows, nnorm, nskip, nreject, err.code ? "; error: " : "",
 			err.code ? recon_err_str(&err, msg, sizeof(msg)) : "");
 	}
-	recon_source_csv.close(src);
+	recon_source_csv.ops->close(src);
 	recon_arena_release(&arena);
 }
 

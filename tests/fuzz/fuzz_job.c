@@ -27,6 +27,7 @@
 #include "recon_err.h"
 #include "recon_job.h"
 #include "recon_money.h"
+#include "recon_source.h"
 #include "recon_time.h"
 
 #ifndef RECON_FUZZ_FORMATS_DIR
@@ -87,7 +88,8 @@ static void check_side(const struct recon_side *s)
 	      "both amount roles mapped");
 	check(s->cols[RECON_COL_STATUS] || s->cols[RECON_COL_ENTRY_TYPE],
 	      "neither status nor entry type mapped");
-	if (s->kind == RECON_KIND_CSV || s->kind == RECON_KIND_SQLITE)
+	check(s->backend != NULL, "side without a backend");
+	if (recon_source_has(s, RECON_SOURCE_PATH))
 		check(s->path != NULL, "file source without a path");
 	else
 		check(s->table && recon_job_ident_ok(s->table) && s->dsn_env,
@@ -99,7 +101,7 @@ static void check_side(const struct recon_side *s)
 		check(s->entry_types.v[i].value >= 0 &&
 			  s->entry_types.v[i].value <= RECON_ENTRY_REFUND_REVERSAL,
 		      "entry type value out of range");
-	check(s->skip_lines <= 1000, "skip_lines over its limit");
+	check(s->csv.skip_lines <= 1000, "skip_lines over its limit");
 	if (s->key_first_of) {
 		size_t n = 0;
 		while (s->key_first_of[n])
