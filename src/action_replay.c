@@ -1,20 +1,23 @@
 /*
- * Replay of a missing order, per SQL dialect: the upstream order inserted into
- * the local flow table and its idempotency record, in one local transaction.
+ * Replay of a missing order, in the writer's dialect (its descriptor,
+ * recon_writer.h): the upstream order inserted into the local flow table and
+ * its idempotency record, in one local transaction, each with the dialect's
+ * upsert form:
  *
  *   PostgreSQL, SQLite: INSERT ... ON CONFLICT (key) DO NOTHING
  *   MySQL/MariaDB:      INSERT ... ON DUPLICATE KEY UPDATE key = key
  *                       (affected rows 0: already there; not INSERT IGNORE,
  *                       which would hide every other error)
  *
- * Never SELECT-then-INSERT: the business table's unique key decides. On
- * MySQL, ON DUPLICATE KEY gives way to a clash on *any* unique index of the
- * table (a unique provider_txn column whose default is already taken), so
- * "0 rows affected" is confirmed, in the same transaction, by reading the row
- * back by its business key (a locking read: the latest committed row). When
- * it is not there, the clash was on another index: the plain INSERT is tried
- * once to learn which (MySQL names it in error 1062), and the action fails
- * naming that index; nothing is recorded as done.
+ * Never SELECT-then-INSERT: the business table's unique key decides. With
+ * the ON DUPLICATE KEY form (MySQL), the insert gives way to a clash on *any*
+ * unique index of the table (a unique provider_txn column whose default is
+ * already taken), so "0 rows affected" is confirmed, in the same
+ * transaction, by reading the row back by its business key (a locking read:
+ * the latest committed row). When it is not there, the clash was on another
+ * index: the plain INSERT is tried once to learn which (MySQL names it in
+ * error 1062), and the action fails naming that index; nothing is recorded
+ * as done.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,11 +70,12 @@ static void dup_index_name(const char *msg, char *out, size_t size)
 }
 
 /*
- * MySQL only, inside the replay's transaction, after the insert changed
- * nothing: *affected stays 0 when the row with the business key is there;
- * else the clash was on another unique index, and the action fails naming it
- * (or, should the clash be gone by now, the plain insert counts as the replay).
- * `insert` is the INSERT without its ON DUPLICATE KEY clause.
+ * The ON DUPLICATE KEY form only (its SQL is MySQL's), inside the replay's
+ * transaction, after the insert changed nothing: *affected stays 0 when the
+ * row with the business key is there; else the clash was on another unique
+ * index, and the action fails naming it (or, should the clash be gone by
+ * now, the plain insert counts as the replay). `insert` is the INSERT
+ * without its ON DUPLICATE KEY clause.
  */
 static int confirm_present(struct recon_writer *w, const struct recon_job *job,
 			   const char *const *params, const char *const *cols, const char *insert,

@@ -111,8 +111,7 @@ static bool lost_state(const char *state)
 	return !strcmp(state, "57P01") || !strcmp(state, "57P02") || !strcmp(state, "57P03");
 }
 
-/* 40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available, a lost session.
- */
+/* 40001 serialization_failure, 40P01 deadlock, 55P03 lock_not_available, a lost session. */
 static bool pg_transient(long code, const char *state)
 {
 	(void)code;

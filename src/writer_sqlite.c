@@ -1,6 +1,8 @@
 /*
- * The SQLite writer: the local flow's own database file, opened read-write on
- * a connection of its own (the compare reads through a read-only one).
+ * The SQLite writer (recon_writer.h): the local flow's own database file,
+ * opened read-write on a connection of its own (the compare reads through a
+ * read-only one). Dialect: ? placeholders, "quoted" identifiers, INSERT ...
+ * ON CONFLICT (key) DO NOTHING.
  * SQLITE_BUSY and SQLITE_LOCKED are transient (another writer holds the
  * file); a NOT NULL, CHECK or foreign key failure or a missing column is a
  * table the job cannot fill (RECON_ECONFIG), a read-only file a missing
