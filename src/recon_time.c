@@ -1,80 +1,41 @@
 /*
  * recon_time: instants, time zones, durations and dates.
  *
- * Time zones are read from TZif files (RFC 8536) by this module, never through
- * TZ/tzset()/mktime()/localtime(): those are process-global state, and slow.
- * A loaded zone is immutable, so one `struct recon_tz` may be shared by any
- * number of readers.
+ * Time zones are read from TZif files (RFC 8536, by recon_tzif), never
+ * through TZ/tzset()/mktime()/localtime(): those are process-global state,
+ * and slow. A loaded zone is immutable, so one `struct recon_tz` may be
+ * shared by any number of readers.
  *
- * A zone is kept as a sorted table of transitions (instant in seconds, UTC
+ * A zone is the file's sorted table of transitions (instant in seconds, UTC
  * offset in force from then on), the offset in force before the first one,
- * and the POSIX TZ rule from the file's footer, which governs every instant
- * after the last transition. Leap-second records are ignored: instants are
- * POSIX time, as everywhere else in recon.
+ * and the POSIX TZ rule from the file's footer, which this module evaluates
+ * for every instant after the last transition; or one fixed offset.
  */
 #include "recon_time.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "recon_mem.h"
+#include "recon_tzif.h"
 
-/* Zone names are relative paths under the zone directory. */
-#define TZ_NAME_MAX 255
-/* Real tz files are a few KiB; anything larger is refused unread. */
-#define TZIF_MAX_SIZE (1024 * 1024)
-#define TZIF_HDR_SIZE 44
-/*
- * Bound on any UTC offset, in seconds (exclusive). Real offsets stay within
- * +-16h; POSIX TZ strings allow up to 24:59:59. Every solution of
- * local = utc + offset therefore lies within TZ_WINDOW of local.
- */
-#define TZ_OFFSET_LIMIT (26 * 3600)
-#define TZ_WINDOW	TZ_OFFSET_LIMIT
+/* Every solution of local = utc + offset lies within this of local (recon_tzif.h). */
+#define TZ_WINDOW RECON_TZIF_OFFSET_LIMIT
 /* Segments examined by recon_tz_to_utc() before giving up on a crafted file. */
 #define TZ_MAX_SEGMENTS 64
-/* Default DST rule when a TZ string names a DST zone but gives no rule (as tzcode). */
-#define TZ_DEFAULT_RULE ",M3.2.0,M11.1.0"
 
 #define SEC_PER_DAY 86400LL
 
-/* One end of a DST period in a POSIX TZ rule: "Jn", "n" or "Mm.w.d", then "/time". */
-struct tz_rule_date {
-	char kind;    /* 'J' (1..365, no Feb 29), 'D' (0..365, zero-based), 'M' */
-	int n;	      /* J and D: the day */
-	int mon;      /* M: month 1..12 */
-	int week;     /* M: week 1..5, 5 = last */
-	int wday;     /* M: weekday 0..6, 0 = Sunday */
-	int32_t time; /* local time of day in seconds, -167h..167h (RFC 8536 v3) */
-};
-
-/* A POSIX TZ string ("CST-8", "EST5EDT,M3.2.0,M11.1.0"), offsets east-positive. */
-struct tz_rule {
-	int32_t std_off;
-	int32_t dst_off;
-	bool has_dst;
-	struct tz_rule_date start; /* DST begins; time is standard local time */
-	struct tz_rule_date end;   /* DST ends; time is daylight local time */
-};
-
 struct recon_tz {
 	char *name;
-	size_t ntrans;
-	int64_t *trans;	    /* transition instants in seconds, strictly increasing */
-	int32_t *trans_off; /* offset in force from trans[i] on */
-	int32_t first_off;  /* before trans[0]: time type 0 (RFC 8536 3.2) */
-	bool has_rule;	    /* footer rule governs instants >= the last transition */
-	bool fixed;	    /* one offset for all instants: fixed_off */
+	struct recon_tzif z; /* the zone file's transitions and rule; empty when fixed */
+	bool fixed;	     /* one offset for all instants: fixed_off */
 	int32_t fixed_off;
-	struct tz_rule rule;
 };
 
 /* A DST start or end in a given year, for evaluating a rule. */
@@ -246,150 +207,8 @@ static int weekday(int64_t days)
 
 /* ---- POSIX TZ rules (TZif footers) ---- */
 
-/* Up to `maxdig` digits as a number in [0, max]; NULL on failure. */
-static const char *rule_num(const char *p, const char *end, int maxdig, int max, int *out)
-{
-	int v = 0, n = 0;
-
-	while (p < end && is_digit(*p) && n < maxdig) {
-		v = v * 10 + (*p - '0');
-		p++;
-		n++;
-	}
-	if (n == 0 || v > max || (p < end && is_digit(*p)))
-		return NULL;
-	*out = v;
-	return p;
-}
-
-/*
- * [+-]hh[:mm[:ss]], hh at most max_hours. Stores signed seconds as written
- * (POSIX offsets are west-positive; the caller negates). NULL on failure.
- */
-static const char *rule_hms(const char *p, const char *end, int max_hours, int32_t *out)
-{
-	int sign = 1, hh, mm = 0, ss = 0;
-
-	if (p < end && (*p == '+' || *p == '-')) {
-		sign = *p == '-' ? -1 : 1;
-		p++;
-	}
-	p = rule_num(p, end, 3, max_hours, &hh);
-	if (!p)
-		return NULL;
-	if (p < end && *p == ':') {
-		p = rule_num(p + 1, end, 2, 59, &mm);
-		if (!p)
-			return NULL;
-		if (p < end && *p == ':') {
-			p = rule_num(p + 1, end, 2, 59, &ss);
-			if (!p)
-				return NULL;
-		}
-	}
-	*out = sign * (hh * 3600 + mm * 60 + ss);
-	return p;
-}
-
-/* A zone abbreviation: alphabetic, or <...> with alphanumerics and signs. */
-static const char *rule_name(const char *p, const char *end)
-{
-	const char *start;
-
-	if (p < end && *p == '<') {
-		start = ++p;
-		while (p < end && (is_digit(*p) || (*p >= 'A' && *p <= 'Z') ||
-				   (*p >= 'a' && *p <= 'z') || *p == '+' || *p == '-'))
-			p++;
-		if (p == start || p >= end || *p != '>')
-			return NULL;
-		return p + 1;
-	}
-	start = p;
-	while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
-		p++;
-	return p == start ? NULL : p;
-}
-
-static const char *rule_date(const char *p, const char *end, struct tz_rule_date *rd)
-{
-	int32_t t = 7200;
-
-	memset(rd, 0, sizeof(*rd));
-	if (p < end && *p == 'J') {
-		rd->kind = 'J';
-		p = rule_num(p + 1, end, 3, 365, &rd->n);
-		if (!p || rd->n < 1)
-			return NULL;
-	} else if (p < end && *p == 'M') {
-		rd->kind = 'M';
-		p = rule_num(p + 1, end, 2, 12, &rd->mon);
-		if (!p || rd->mon < 1 || p >= end || *p != '.')
-			return NULL;
-		p = rule_num(p + 1, end, 1, 5, &rd->week);
-		if (!p || rd->week < 1 || p >= end || *p != '.')
-			return NULL;
-		p = rule_num(p + 1, end, 1, 6, &rd->wday);
-		if (!p)
-			return NULL;
-	} else {
-		rd->kind = 'D';
-		p = rule_num(p, end, 3, 365, &rd->n);
-		if (!p)
-			return NULL;
-	}
-	if (p < end && *p == '/') {
-		/* RFC 8536 version 3 allows -167..167 hours. */
-		p = rule_hms(p + 1, end, 167, &t);
-		if (!p)
-			return NULL;
-	}
-	rd->time = t;
-	return p;
-}
-
-/* Parses a POSIX TZ string s[0..len). Returns false if it is malformed. */
-static bool rule_parse(const char *s, size_t len, struct tz_rule *r)
-{
-	const char *p = s, *end = s + len;
-	int32_t off;
-
-	memset(r, 0, sizeof(*r));
-	p = rule_name(p, end);
-	if (!p)
-		return false;
-	p = rule_hms(p, end, 24, &off);
-	if (!p)
-		return false;
-	r->std_off = -off;
-	if (p == end)
-		return true;
-	p = rule_name(p, end);
-	if (!p)
-		return false;
-	r->has_dst = true;
-	r->dst_off = r->std_off + 3600;
-	if (p < end && *p != ',') {
-		p = rule_hms(p, end, 24, &off);
-		if (!p)
-			return false;
-		r->dst_off = -off;
-	}
-	if (p == end) {
-		p = TZ_DEFAULT_RULE;
-		end = p + strlen(p);
-	}
-	if (*p != ',')
-		return false;
-	p = rule_date(p + 1, end, &r->start);
-	if (!p || p >= end || *p != ',')
-		return false;
-	p = rule_date(p + 1, end, &r->end);
-	return p == end;
-}
-
 /* Local midnight-based seconds of a rule date in year y (as if UTC). */
-static int64_t rule_local(const struct tz_rule_date *rd, int64_t y)
+static int64_t rule_local(const struct recon_tzif_rule_date *rd, int64_t y)
 {
 	int64_t day = days_from_civil64(y, 1, 1);
 
@@ -416,7 +235,8 @@ static int64_t rule_local(const struct tz_rule_date *rd, int64_t y)
  * by time. The sort is stable, so when an end and the next start coincide
  * (all-year DST written as "0/0,J365/25") the start, generated later, wins.
  */
-static void rule_events(const struct tz_rule *r, int64_t t, struct tz_event ev[2 * TZ_EVENT_YEARS])
+static void rule_events(const struct recon_tzif_rule *r, int64_t t,
+			struct tz_event ev[2 * TZ_EVENT_YEARS])
 {
 	int64_t y0, y;
 	unsigned m, d;
@@ -438,7 +258,7 @@ static void rule_events(const struct tz_rule *r, int64_t t, struct tz_event ev[2
 	}
 }
 
-static int32_t rule_offset(const struct tz_rule *r, int64_t t)
+static int32_t rule_offset(const struct recon_tzif_rule *r, int64_t t)
 {
 	struct tz_event ev[2 * TZ_EVENT_YEARS];
 	bool dst = false;
@@ -461,25 +281,25 @@ static int32_t tz_offset_sec(const struct recon_tz *tz, int64_t t)
 
 	if (tz->fixed)
 		return tz->fixed_off;
-	if (tz->ntrans == 0 || t >= tz->trans[tz->ntrans - 1]) {
-		if (tz->has_rule)
-			return rule_offset(&tz->rule, t);
-		return tz->ntrans ? tz->trans_off[tz->ntrans - 1] : tz->first_off;
+	if (tz->z.ntrans == 0 || t >= tz->z.trans[tz->z.ntrans - 1]) {
+		if (tz->z.has_rule)
+			return rule_offset(&tz->z.rule, t);
+		return tz->z.ntrans ? tz->z.trans_off[tz->z.ntrans - 1] : tz->z.first_off;
 	}
-	if (t < tz->trans[0])
-		return tz->first_off;
+	if (t < tz->z.trans[0])
+		return tz->z.first_off;
 	/* Largest i with trans[i] <= t: trans[lo] <= t < trans[hi]. */
 	lo = 0;
-	hi = tz->ntrans - 1;
+	hi = tz->z.ntrans - 1;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (tz->trans[mid] <= t)
+		if (tz->z.trans[mid] <= t)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	return tz->trans_off[lo];
+	return tz->z.trans_off[lo];
 }
 
 /* The first instant after t (seconds) at which the offset may change. */
@@ -487,26 +307,26 @@ static bool tz_next_change(const struct recon_tz *tz, int64_t t, int64_t *next)
 {
 	if (tz->fixed)
 		return false;
-	if (tz->ntrans > 0 && t < tz->trans[tz->ntrans - 1]) {
-		size_t lo = 0, hi = tz->ntrans - 1;
+	if (tz->z.ntrans > 0 && t < tz->z.trans[tz->z.ntrans - 1]) {
+		size_t lo = 0, hi = tz->z.ntrans - 1;
 
 		/* Smallest i with trans[i] > t. */
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (tz->trans[mid] > t)
+			if (tz->z.trans[mid] > t)
 				hi = mid;
 			else
 				lo = mid + 1;
 		}
-		*next = tz->trans[lo];
+		*next = tz->z.trans[lo];
 		return true;
 	}
-	if (tz->has_rule && tz->rule.has_dst) {
+	if (tz->z.has_rule && tz->z.rule.has_dst) {
 		struct tz_event ev[2 * TZ_EVENT_YEARS];
 		size_t i;
 
-		rule_events(&tz->rule, t, ev);
+		rule_events(&tz->z.rule, t, ev);
 		for (i = 0; i < 2 * TZ_EVENT_YEARS; i++) {
 			if (ev[i].t > t) {
 				*next = ev[i].t;
@@ -595,8 +415,7 @@ void recon_tz_free(struct recon_tz *tz)
 	if (!tz)
 		return;
 	free(tz->name);
-	free(tz->trans);
-	free(tz->trans_off);
+	recon_tzif_release(&tz->z);
 	free(tz);
 }
 
@@ -614,261 +433,15 @@ static struct recon_tz *tz_new_fixed(const char *name, int32_t off)
 
 	tz->fixed = true;
 	tz->fixed_off = off;
-	tz->first_off = off;
+	tz->z.first_off = off;
 	return tz;
-}
-
-/* [A-Za-z0-9_+-] components separated by single '/'; so no "..", no leading '/'. */
-static bool tz_name_ok(const char *name)
-{
-	size_t i, comp = 0;
-
-	for (i = 0; name[i]; i++) {
-		char c = name[i];
-
-		if (i >= TZ_NAME_MAX)
-			return false;
-		if (c == '/') {
-			if (comp == 0)
-				return false;
-			comp = 0;
-			continue;
-		}
-		if (!(is_digit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-		      c == '+' || c == '-'))
-			return false;
-		comp++;
-	}
-	return comp > 0;
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Two's complement without implementation-defined conversions. */
-static int64_t be32s(const unsigned char *p)
-{
-	uint32_t u = be32(p);
-
-	return u <= INT32_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
-}
-
-static int64_t be64s(const unsigned char *p)
-{
-	uint64_t u = (uint64_t)be32(p) << 32 | be32(p + 4);
-
-	return u <= INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
-}
-
-struct tzif_hdr {
-	int version; /* 1, 2, 3, 4 */
-	size_t isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt;
-};
-
-/* Reads the header at buf[0..avail); returns NULL or what is wrong. */
-static const char *tzif_header(const unsigned char *buf, size_t avail, struct tzif_hdr *h)
-{
-	size_t *cnt[6];
-	int i;
-
-	if (avail < TZIF_HDR_SIZE || memcmp(buf, "TZif", 4) != 0)
-		return "";
-	if (buf[4] == 0)
-		h->version = 1;
-	else if (buf[4] >= '2' && buf[4] <= '4')
-		h->version = buf[4] - '0';
-	else
-		return "unsupported version";
-	cnt[0] = &h->isutcnt;
-	cnt[1] = &h->isstdcnt;
-	cnt[2] = &h->leapcnt;
-	cnt[3] = &h->timecnt;
-	cnt[4] = &h->typecnt;
-	cnt[5] = &h->charcnt;
-	for (i = 0; i < 6; i++) {
-		uint32_t v = be32(buf + 20 + 4 * i);
-
-		/* Keeps the size arithmetic below far from overflow. */
-		if (v > TZIF_MAX_SIZE)
-			return "count out of range";
-		*cnt[i] = v;
-	}
-	if (h->typecnt == 0 || h->typecnt > 256)
-		return "bad time type count";
-	if ((h->isutcnt != 0 && h->isutcnt != h->typecnt) ||
-	    (h->isstdcnt != 0 && h->isstdcnt != h->typecnt))
-		return "bad indicator count";
-	return NULL;
-}
-
-/* Size of the data block after a header; tsize is 4 (v1) or 8 (v2+). */
-static size_t tzif_block_size(const struct tzif_hdr *h, size_t tsize)
-{
-	return h->timecnt * tsize + h->timecnt + h->typecnt * 6 + h->charcnt +
-	       h->leapcnt * (tsize + 4) + h->isstdcnt + h->isutcnt;
-}
-
-/*
- * Fills tz from the TZif image buf[0..size). Returns NULL or what is wrong
- * ("" for "not TZif at all").
- */
-static const char *tzif_parse(struct recon_tz *tz, const unsigned char *buf, size_t size)
-{
-	struct tzif_hdr h;
-	const unsigned char *data, *types, *ttinfo;
-	size_t pos, tsize = 4, i, bsize;
-	const char *why;
-
-	why = tzif_header(buf, size, &h);
-	if (why)
-		return why;
-	pos = TZIF_HDR_SIZE;
-	bsize = tzif_block_size(&h, 4);
-	if (bsize > size - pos)
-		return "data truncated";
-	if (h.version >= 2) {
-		/* Skip the 32-bit block; the 64-bit one follows its own header. */
-		pos += bsize;
-		why = tzif_header(buf + pos, size - pos, &h);
-		if (why)
-			return *why ? why : "second header missing";
-		pos += TZIF_HDR_SIZE;
-		tsize = 8;
-		bsize = tzif_block_size(&h, 8);
-		if (bsize > size - pos)
-			return "data truncated";
-	}
-	data = buf + pos;
-	types = data + h.timecnt * tsize;
-	ttinfo = types + h.timecnt;
-
-	for (i = 0; i < h.typecnt; i++) {
-		int64_t utoff = be32s(ttinfo + 6 * i);
-
-		if (utoff <= -TZ_OFFSET_LIMIT || utoff >= TZ_OFFSET_LIMIT)
-			return "utc offset out of range";
-		if (ttinfo[6 * i + 4] > 1)
-			return "bad dst flag";
-	}
-	tz->first_off = (int32_t)be32s(ttinfo);
-	tz->ntrans = h.timecnt;
-	tz->trans = recon_xcalloc(h.timecnt, sizeof(*tz->trans));
-	tz->trans_off = recon_xcalloc(h.timecnt, sizeof(*tz->trans_off));
-	for (i = 0; i < h.timecnt; i++) {
-		int64_t t = tsize == 8 ? be64s(data + 8 * i) : be32s(data + 4 * i);
-
-		if (i > 0 && t <= tz->trans[i - 1])
-			return "transitions out of order";
-		if (types[i] >= h.typecnt)
-			return "bad time type index";
-		tz->trans[i] = t;
-		tz->trans_off[i] = (int32_t)be32s(ttinfo + 6 * types[i]);
-	}
-	pos += bsize;
-
-	/* Footer (v2+): "\n<POSIX TZ string>\n"; an empty string means no rule. */
-	if (h.version >= 2 && pos < size) {
-		const unsigned char *nl;
-		size_t flen;
-
-		if (buf[pos] != '\n')
-			return "bad footer";
-		pos++;
-		nl = memchr(buf + pos, '\n', size - pos);
-		if (!nl)
-			return "footer truncated";
-		flen = (size_t)(nl - (buf + pos));
-		if (flen > 0) {
-			if (!rule_parse((const char *)buf + pos, flen, &tz->rule))
-				return "bad footer";
-			tz->has_rule = true;
-		}
-	}
-	if (tz->ntrans == 0 && !(tz->has_rule && tz->rule.has_dst)) {
-		tz->fixed = true;
-		tz->fixed_off = tz->has_rule ? tz->rule.std_off : tz->first_off;
-	}
-	return NULL;
-}
-
-/*
- * Reads the regular file at path into *buf (caller frees). 0, RECON_ENOTFOUND
- * when there is no such zone, or RECON_ECONFIG with err set.
- */
-static int read_zone_file(const char *path, const char *name, unsigned char **buf, size_t *size,
-			  struct recon_err *err)
-{
-	char q[RECON_QUOTE_BUF];
-	struct stat st;
-	unsigned char *data = NULL;
-	size_t n = 0;
-	int fd, ret;
-
-	*buf = NULL;
-	*size = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG || errno == ELOOP)
-			return RECON_ENOTFOUND;
-		return recon_err_set(err, RECON_ECONFIG, NULL,
-				     "cannot open time zone file '%s': %s", path, strerror(errno));
-	}
-	if (fstat(fd, &st) < 0) {
-		ret = recon_err_set(err, RECON_ECONFIG, NULL, "cannot stat time zone file '%s': %s",
-				    path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		/* "America" is a directory, not a zone. */
-		ret = recon_err_set(err, RECON_ECONFIG, NULL, "unknown time zone '%s'",
-				    quote(q, name, strlen(name)));
-		goto out;
-	}
-	if (st.st_size > TZIF_MAX_SIZE) {
-		ret = recon_err_set(err, RECON_ECONFIG, NULL,
-				    "time zone file '%s' is not a TZif file: larger than %d bytes",
-				    path, TZIF_MAX_SIZE);
-		goto out;
-	}
-	/* Reads at most what fstat promised; a file growing meanwhile is cut. */
-	data = recon_xmalloc((size_t)st.st_size);
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, data + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = recon_err_set(err, RECON_ECONFIG, NULL,
-					    "cannot read time zone file '%s': %s", path,
-					    strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*buf = data;
-	*size = n;
-	data = NULL;
-	ret = 0;
-out:
-	free(data);
-	close(fd);
-	return ret;
 }
 
 int recon_tz_load(struct recon_tz **out, const char *name, struct recon_err *err)
 {
 	char q[RECON_QUOTE_BUF];
-	struct recon_tz *tz = NULL;
-	unsigned char *buf = NULL;
-	char *path = NULL;
-	const char *dir, *why;
-	size_t size, plen;
+	struct recon_tz *tz;
 	int32_t off;
-	int ret;
 
 	*out = NULL;
 	if (!name)
@@ -876,58 +449,30 @@ int recon_tz_load(struct recon_tz **out, const char *name, struct recon_err *err
 	/* Work without tzdata installed. */
 	if (!strcmp(name, "UTC") || !strcmp(name, "Z") || !strcmp(name, "Etc/UTC")) {
 		*out = tz_new_fixed(name, 0);
-		ret = 0;
-		goto out;
+		return 0;
 	}
 	if (name[0] == '+' || name[0] == '-') {
 		const char *end = name + strlen(name);
 
-		if (parse_utc_offset(name, end, &off) != end) {
-			ret =
-			    recon_err_set(err, RECON_ECONFIG, NULL, "invalid time zone offset '%s'",
-					  quote(q, name, strlen(name)));
-			goto out;
-		}
+		if (parse_utc_offset(name, end, &off) != end)
+			return recon_err_set(err, RECON_ECONFIG, NULL,
+					     "invalid time zone offset '%s'",
+					     quote(q, name, strlen(name)));
 		*out = tz_new_fixed(name, off);
-		ret = 0;
-		goto out;
+		return 0;
 	}
-	if (!tz_name_ok(name)) {
-		ret = recon_err_set(err, RECON_ECONFIG, NULL, "invalid time zone name '%s'",
-				    quote(q, name, strlen(name)));
-		goto out;
-	}
-	dir = getenv("TZDIR");
-	if (!dir || !*dir)
-		dir = "/usr/share/zoneinfo";
-	plen = recon_st_add(recon_st_add(strlen(dir), strlen(name)), 2);
-	path = recon_xmalloc(plen);
-	snprintf(path, plen, "%s/%s", dir, name);
-
-	ret = read_zone_file(path, name, &buf, &size, err);
-	if (ret == RECON_ENOTFOUND) {
-		ret = recon_err_set(err, RECON_ECONFIG, NULL, "unknown time zone '%s'",
-				    quote(q, name, strlen(name)));
-		goto out;
-	}
-	if (ret < 0)
-		goto out;
 	tz = tz_new(name);
-	why = tzif_parse(tz, buf, size);
-	if (why) {
-		ret = recon_err_set(err, RECON_ECONFIG, NULL,
-				    "time zone file '%s' is not a TZif file%s%s", path,
-				    *why ? ": " : "", why);
-		goto out;
+	if (recon_tzif_load(&tz->z, name, err) < 0) {
+		recon_tz_free(tz);
+		return RECON_ECONFIG;
+	}
+	/* no transition and no DST: one offset for every instant */
+	if (tz->z.ntrans == 0 && !(tz->z.has_rule && tz->z.rule.has_dst)) {
+		tz->fixed = true;
+		tz->fixed_off = tz->z.has_rule ? tz->z.rule.std_off : tz->z.first_off;
 	}
 	*out = tz;
-	tz = NULL;
-	ret = 0;
-out:
-	recon_tz_free(tz);
-	free(buf);
-	free(path);
-	return ret;
+	return 0;
 }
 
 /* ---- parsing and formatting ---- */
@@ -1080,13 +625,53 @@ static bool take_fraction(const char **p, const char *end, int *ms)
 	return n >= 1 && n <= 9;
 }
 
-static const char *const month_abbr[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+/* After %S or %s: an optional ".f" fraction, unless the format itself goes on with '.'. */
+static const char *take_opt_fraction(char fmt_next, const char **p, const char *end, int *ms)
+{
+	if (fmt_next != '.' && *p < end && **p == '.') {
+		(*p)++;
+		if (!take_fraction(p, end, ms))
+			return "expected 1 to 9 digits after '.'";
+	}
+	return NULL;
+}
+
+/* %s: epoch seconds, perhaps negative, perhaps with a fraction. */
+static const char *take_epoch(char fmt_next, const char **p, const char *end, struct tfields *f)
+{
+	bool neg = *p < end && **p == '-';
+	int64_t v;
+
+	if (neg)
+		(*p)++;
+	/* 11 digits reach year 5138: beyond, a value is ms or junk, not seconds */
+	if (!take_digits(p, end, 1, 11, &v) || (*p < end && is_digit(**p)))
+		return "expected epoch seconds";
+	f->epoch = neg ? -v : v;
+	f->has_epoch = true;
+	return take_opt_fraction(fmt_next, p, end, &f->ms);
+}
+
+/* %b: an English month abbreviation, any case. */
+static const char *take_month_name(const char **p, const char *end, struct tfields *f)
+{
+	static const char *const month_abbr[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+						   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+	for (int i = 0; i < 12; i++) {
+		if (end - *p >= 3 && !strncasecmp(*p, month_abbr[i], 3)) {
+			f->mon = i + 1;
+			*p += 3;
+			return NULL;
+		}
+	}
+	return "expected a month name (Jan-Dec)";
+}
 
 /*
  * One directive c of a time_format at *p. Returns NULL on success, else the
  * reason. fmt_next is the format's next character (for %S's optional fraction).
- * Longer than a screen: one short case per directive, read side by side.
+ * One short case per directive, read side by side.
  */
 static const char *directive(char c, char fmt_next, const char **p, const char *end,
 			     struct tfields *f)
@@ -1141,41 +726,15 @@ static const char *directive(char c, char fmt_next, const char **p, const char *
 		if (!take_digits(p, end, 1, 2, &v) || v > 59)
 			return "expected a second 0-59";
 		f->sec = (int)v;
-		if (fmt_next != '.' && *p < end && **p == '.') {
-			(*p)++;
-			if (!take_fraction(p, end, &f->ms))
-				return "expected 1 to 9 digits after '.'";
-		}
-		return NULL;
+		return take_opt_fraction(fmt_next, p, end, &f->ms);
 	case 'f':
 		if (!take_fraction(p, end, &f->ms))
 			return "expected 1 to 9 fraction digits";
 		return NULL;
-	case 's': {
-		bool neg = *p < end && **p == '-';
-		if (neg)
-			(*p)++;
-		/* 11 digits reach year 5138: beyond, a value is ms or junk, not seconds */
-		if (!take_digits(p, end, 1, 11, &v) || (*p < end && is_digit(**p)))
-			return "expected epoch seconds";
-		f->epoch = neg ? -v : v;
-		f->has_epoch = true;
-		if (fmt_next != '.' && *p < end && **p == '.') {
-			(*p)++;
-			if (!take_fraction(p, end, &f->ms))
-				return "expected 1 to 9 digits after '.'";
-		}
-		return NULL;
-	}
+	case 's':
+		return take_epoch(fmt_next, p, end, f);
 	case 'b':
-		for (int i = 0; i < 12; i++) {
-			if (end - *p >= 3 && !strncasecmp(*p, month_abbr[i], 3)) {
-				f->mon = i + 1;
-				*p += 3;
-				return NULL;
-			}
-		}
-		return "expected a month name (Jan-Dec)";
+		return take_month_name(p, end, f);
 	case 'z':
 		if (*p < end && **p == 'Z') {
 			(*p)++;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 #include <mysql.h>
@@ -186,7 +187,8 @@ struct support_db *support_db_connect(const struct support_db_engine *e, const c
 	}
 	db->my = mysql_init(NULL);
 	if (!db->my ||
-	    !mysql_real_connect(db->my, d.host, d.user, d.password, d.db, d.port, d.socket, 0) ||
+	    !mysql_real_connect(db->my, d.host, d.user, d.password, d.db, d.port, d.socket,
+				CLIENT_MULTI_STATEMENTS) ||
 	    mysql_query(db->my, "SET time_zone = '+00:00'")) {
 		fprintf(stderr, "cannot connect with %s: %s\n", e->dsn_var,
 			db->my ? mysql_error(db->my) : "out of memory");
@@ -220,9 +222,77 @@ void *support_db_handle(struct support_db *db)
 	return db->pg ? (void *)db->pg : (void *)db->my;
 }
 
+struct recon_job *support_db_job(const struct support_db_engine *e, const char *table,
+				 const char *dsn_env, const char *more)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[256], path[300];
+	struct recon_job *job = NULL;
+	struct recon_err err;
+	FILE *f;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/recon-support-db.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/job.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(
+	    f,
+	    "{\"job\": \"support_db\", \"timezone\": \"Asia/Shanghai\", \"currency\": \"CNY\",\n"
+	    " \"upstream\": {\"kind\": \"csv\", \"path\": \"statements/{date}.csv\",\n"
+	    "  \"delimiter\": \",\", \"header\": true,\n"
+	    "  \"columns\": {\"key\": \"k\", \"amount\": \"amount\", \"status\": \"status\",\n"
+	    "   \"time\": \"time\"}},\n"
+	    " \"local\": {\"kind\": \"%s\", \"table\": \"%s\", \"dsn_env\": \"%s\",\n"
+	    "  \"columns\": {\"key\": \"k\", \"amount_minor\": \"cents\", \"status\": \"st\",\n"
+	    "   \"time\": \"at\"}},\n"
+	    " \"status_map\": {\"upstream\": {\"SUCCESS\": \"success\"},\n"
+	    "  \"local\": {\"PAID\": \"success\"}},\n"
+	    " \"state\": \"state/recon.db\"%s%s}\n",
+	    e->name, table, dsn_env, more ? ",\n " : "", more ? more : "");
+	assert_int_equal(fclose(f), 0);
+	recon_err_init(&err);
+	rc = recon_job_load(&job, path, &err);
+	unlink(path);
+	rmdir(dir);
+	if (rc < 0)
+		fail_msg("support_db_job: %s: %s", err.where, err.msg);
+	return job;
+}
+
+void support_db_pg_proxy(struct support_proxy *p, const char *dsn, char *out, size_t size)
+{
+	const char *host = "127.0.0.1", *user = "", *pw = "", *db = "";
+	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
+	unsigned port = 5432;
+
+	assert_non_null(opts);
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val)
+			continue;
+		if (!strcmp(o->keyword, "host"))
+			host = o->val;
+		else if (!strcmp(o->keyword, "port"))
+			port = (unsigned)atoi(o->val);
+		else if (!strcmp(o->keyword, "user"))
+			user = o->val;
+		else if (!strcmp(o->keyword, "password"))
+			pw = o->val;
+		else if (!strcmp(o->keyword, "dbname"))
+			db = o->val;
+	}
+	support_proxy_start(p, host, port);
+	snprintf(out, size, "host=127.0.0.1 port=%u user=%s password=%s dbname=%s sslmode=disable",
+		 p->port, user, pw, db);
+	PQconninfoFree(opts);
+}
+
 /* Runs q; on an error, copies the server's message into msg and returns -1. */
 static int run(struct support_db *db, const char *q, char *msg, size_t size)
 {
+	int st;
+
 	if (db->pg) {
 		PGresult *r = PQexec(db->pg, q);
 		ExecStatusType st = PQresultStatus(r);
@@ -233,12 +303,18 @@ static int run(struct support_db *db, const char *q, char *msg, size_t size)
 		PQclear(r);
 		return rc;
 	}
-	if (mysql_query(db->my, q)) {
-		snprintf(msg, size, "%s", mysql_error(db->my));
-		return -1;
-	}
-	mysql_free_result(mysql_store_result(db->my));
+	if (mysql_query(db->my, q))
+		goto fail;
+	do { /* every result of a multi-statement text */
+		mysql_free_result(mysql_store_result(db->my));
+		st = mysql_next_result(db->my);
+		if (st > 0)
+			goto fail;
+	} while (st == 0);
 	return 0;
+fail:
+	snprintf(msg, size, "%s", mysql_error(db->my));
+	return -1;
 }
 
 void support_db_exec(struct support_db *db, const char *q)

@@ -29,6 +29,8 @@
 #include <cmocka.h>
 
 #include "recon_err.h"
+#include "recon_job.h"
+#include "support_proxy.h"
 
 /* The exit status ctest reads as "Skipped" (SKIP_RETURN_CODE). */
 #define SUPPORT_DB_SKIP 77
@@ -80,8 +82,8 @@ const char *support_db_dsn_or_skip(const char *var);
  */
 int support_db_gate(const char *prog, const char *const vars[]);
 
-/* A case of a suite over the engines: `only` NULL runs it on every engine,
- * else on the engine of that name only. */
+/* A case of a suite over the engines: `only` NULL runs it on every engine, else
+ * on the engine of that name only. */
 struct support_db_case {
 	const char *only;
 	struct CMUnitTest test;
@@ -96,6 +98,27 @@ struct support_db_case {
  */
 int support_db_run(const char *suite, const struct support_db_case *cases, size_t ncases,
 		   CMFixtureFunction setup, CMFixtureFunction teardown);
+
+/*
+ * A job loaded by recon_job_load() from JSON text: zone Asia/Shanghai,
+ * currency CNY, a CSV upstream, and a local side of engine e reading table
+ * `table` through the variable `dsn_env` (columns: key "k", amount_minor
+ * "cents", status "st" with PAID as success, time "at"). `more` is further
+ * top-level members ("\"actions\": {...}", no leading comma) or NULL. Tests
+ * copy its local side as the template of theirs, so that how a side names
+ * its backend stays the loader's business. Caller frees with
+ * recon_job_free(); fails the test when the loader refuses the text.
+ */
+struct recon_job *support_db_job(const struct support_db_engine *e, const char *table,
+				 const char *dsn_env, const char *more);
+
+/*
+ * Starts proxy p (support_proxy.h) in front of the PostgreSQL server `dsn`
+ * names and writes to out a keyword DSN reaching that server through p: the
+ * same user, password and database. For the frozen-server tests; the caller
+ * stops p with support_proxy_stop().
+ */
+void support_db_pg_proxy(struct support_proxy *p, const char *dsn, char *out, size_t size);
 
 /* A setup connection; opaque. */
 struct support_db;
@@ -117,7 +140,8 @@ const struct support_db_engine *support_db_engine_of(const struct support_db *db
 /* The client library's handle: PGconn * or MYSQL *; borrowed. */
 void *support_db_handle(struct support_db *db);
 
-/* Runs q (results discarded); an error fails the test. */
+/* Runs q, one statement or several separated by ';' (results discarded); an
+ * error fails the test. */
 void support_db_exec(struct support_db *db, const char *q);
 
 /* support_db_exec() of a formatted statement. */

@@ -13,20 +13,10 @@
  * store, no watermark, no heartbeat, and the password in no output.
  *
  * Needs RECON_TEST_PG_DSN, RECON_TEST_PG_RO_DSN, RECON_TEST_MYSQL_DSN,
- * RECON_TEST_MYSQL_RO_DSN (tests/db/servers.sh); skipped without them,
- * failed under CI=true.
+ * RECON_TEST_MYSQL_RO_DSN (tests/db/servers.sh); a case skips without the
+ * ones it needs, the binary without all (exit 77); under CI=true it fails.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
+#include "support_db.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -37,11 +27,9 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <libpq-fe.h>
 #include <mysql.h>
 #include <sqlite3.h>
 
-#include "recon_dsn.h"
 #include "recon_err.h"
 
 #define DATE "2024-01-16"
@@ -52,19 +40,6 @@ struct fx {
 	const char *binary;
 	json_t *baseline; /* the SQLite run's differences, origins removed */
 };
-
-static const char *env_or_skip(const char *var)
-{
-	const char *v = getenv(var);
-	const char *ci = getenv("CI");
-
-	if (v && *v)
-		return v;
-	if (ci && !strcmp(ci, "true"))
-		fail_msg("%s is not set under CI=true: start tests/db/servers.sh", var);
-	skip();
-	return NULL;
-}
 
 static char *read_file(const char *path)
 {
@@ -256,46 +231,12 @@ static void assert_same_as_sqlite(struct fx *fx, json_t *got, const char *varian
 
 /* ---- loading the databases ---- */
 
-static void pg_exec(PGconn *c, const char *q)
+static struct support_db *db_open(const char *engine)
 {
-	PGresult *r = PQexec(c, q);
-	ExecStatusType st = PQresultStatus(r);
+	struct support_db *db = support_db_connect(support_db_engine(engine), NULL);
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		fail_msg("postgres: %s", PQresultErrorMessage(r));
-	PQclear(r);
-}
-
-static MYSQL *my_connect(const char *dsn)
-{
-	struct recon_dsn_mysql d;
-	struct recon_err err;
-	MYSQL *m = mysql_init(NULL);
-
-	recon_dsn_mysql_init(&d);
-	recon_err_init(&err);
-	assert_int_equal(recon_dsn_mysql_parse(dsn, "RECON_TEST_MYSQL_DSN", &d, &err), 0);
-	if (!mysql_real_connect(m, d.host, d.user, d.password, d.db, d.port, d.socket,
-				CLIENT_MULTI_STATEMENTS))
-		fail_msg("mysql: %s", mysql_error(m));
-	recon_dsn_mysql_release(&d);
-	return m;
-}
-
-static void my_exec(MYSQL *m, const char *q)
-{
-	int st;
-
-	if (mysql_query(m, q))
-		fail_msg("mysql: %s", mysql_error(m));
-	do {
-		MYSQL_RES *r = mysql_store_result(m);
-		if (r)
-			mysql_free_result(r);
-		st = mysql_next_result(m);
-		if (st > 0)
-			fail_msg("mysql: %s", mysql_error(m));
-	} while (st == 0);
+	assert_non_null(db);
+	return db;
 }
 
 /* INSERTs for the statement CSV (no quoting in it; empty cells are NULL). */
@@ -336,56 +277,40 @@ static char *statement_inserts(struct fx *fx)
 	return out;
 }
 
-static void load_postgres(struct fx *fx, const char *dsn)
+/* The example's flow (its SELECT-only login may read it) and the statement as a table. */
+static void load_db(struct fx *fx, const char *engine)
 {
-	PGconn *c = PQconnectdb(dsn);
-	char *ddl, *data, *ins;
+	static const char *const statement[] = {
+	    [SUPPORT_DB_POSTGRES] =
+		"CREATE TABLE provider_statement (id bigserial PRIMARY KEY, trade_time "
+		"timestamp NOT NULL, transaction_id varchar(32), out_trade_no varchar(64), "
+		"entry_type varchar(16) NOT NULL, amount numeric(18,2) NOT NULL, refund_id "
+		"varchar(32), currency char(3) NOT NULL); "
+		"CREATE INDEX ON provider_statement (trade_time)",
+	    [SUPPORT_DB_MYSQL] =
+		"CREATE TABLE provider_statement (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+		"trade_time DATETIME NOT NULL, transaction_id VARCHAR(32), out_trade_no "
+		"VARCHAR(64), entry_type VARCHAR(16) NOT NULL, amount DECIMAL(18,2) NOT NULL, "
+		"refund_id VARCHAR(32), currency CHAR(3) NOT NULL, KEY (trade_time)) "
+		"ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+	};
+	struct support_db *db = db_open(engine);
+	char rel[64], *text;
 
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("postgres: %s", PQerrorMessage(c));
-	pg_exec(c, "SET client_min_messages = warning");
-	pg_exec(c, "DROP TABLE IF EXISTS payment_flow, provider_statement");
-	ddl = read_file(src_path(fx, "sql/postgres/payment_flow.sql"));
-	data = read_file(src_path(fx, "examples/basic/flow.sql"));
-	pg_exec(c, ddl);
-	pg_exec(c, data);
-	pg_exec(c, "GRANT SELECT ON payment_flow TO recon_ro");
-	pg_exec(c, "CREATE TABLE provider_statement (id bigserial PRIMARY KEY, trade_time "
-		   "timestamp NOT NULL, transaction_id varchar(32), out_trade_no varchar(64), "
-		   "entry_type varchar(16) NOT NULL, amount numeric(18,2) NOT NULL, refund_id "
-		   "varchar(32), currency char(3) NOT NULL)");
-	pg_exec(c, "CREATE INDEX ON provider_statement (trade_time)");
-	ins = statement_inserts(fx);
-	pg_exec(c, ins);
-	free(ins);
-	free(ddl);
-	free(data);
-	PQfinish(c);
-}
-
-static void load_mysql(struct fx *fx, const char *dsn)
-{
-	MYSQL *m = my_connect(dsn);
-	char *ddl, *data, *ins;
-
-	my_exec(m, "DROP TABLE IF EXISTS payment_flow, provider_statement");
-	ddl = read_file(src_path(fx, "sql/mysql/payment_flow.sql"));
-	data = read_file(src_path(fx, "examples/basic/flow.sql"));
-	my_exec(m, ddl);
-	my_exec(m, data);
-	my_exec(m, "GRANT SELECT ON payment_flow TO 'recon_ro'@'%'");
-	my_exec(m, "GRANT SELECT ON payment_flow TO 'recon_ro'@'localhost'");
-	my_exec(m, "CREATE TABLE provider_statement (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
-		   "trade_time DATETIME NOT NULL, transaction_id VARCHAR(32), out_trade_no "
-		   "VARCHAR(64), entry_type VARCHAR(16) NOT NULL, amount DECIMAL(18,2) NOT NULL, "
-		   "refund_id VARCHAR(32), currency CHAR(3) NOT NULL, KEY (trade_time)) "
-		   "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
-	ins = statement_inserts(fx);
-	my_exec(m, ins);
-	free(ins);
-	free(ddl);
-	free(data);
-	mysql_close(m);
+	support_db_exec(db, "DROP TABLE IF EXISTS payment_flow, provider_statement");
+	snprintf(rel, sizeof(rel), "sql/%s/payment_flow.sql", engine);
+	text = read_file(src_path(fx, rel));
+	support_db_exec(db, text);
+	free(text);
+	text = read_file(src_path(fx, "examples/basic/flow.sql"));
+	support_db_exec(db, text);
+	free(text);
+	support_db_grant_ro(db, "payment_flow");
+	support_db_exec(db, statement[support_db_engine_of(db)->id]);
+	text = statement_inserts(fx);
+	support_db_exec(db, text);
+	free(text);
+	support_db_close(db);
 }
 
 /* The SQLite run, computed once: the reference. */
@@ -429,13 +354,13 @@ static void baseline(struct fx *fx)
 static void test_db_example_local_postgres(void **state)
 {
 	struct fx *fx = *state;
-	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
 	char job[512];
 	json_t *j;
 
-	env_or_skip("RECON_TEST_PG_RO_DSN");
+	support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	support_db_dsn_or_skip("RECON_TEST_PG_RO_DSN");
 	baseline(fx);
-	load_postgres(fx, dsn);
+	load_db(fx, "postgres");
 	variant_dir(fx, "pg_local", job, sizeof(job));
 	j = example_job(fx);
 	/* the SELECT-only login reads the flow */
@@ -447,13 +372,13 @@ static void test_db_example_local_postgres(void **state)
 static void test_db_example_local_mysql(void **state)
 {
 	struct fx *fx = *state;
-	const char *dsn = env_or_skip("RECON_TEST_MYSQL_DSN");
 	char job[512];
 	json_t *j;
 
-	env_or_skip("RECON_TEST_MYSQL_RO_DSN");
+	support_db_dsn_or_skip("RECON_TEST_MYSQL_DSN");
+	support_db_dsn_or_skip("RECON_TEST_MYSQL_RO_DSN");
 	baseline(fx);
-	load_mysql(fx, dsn);
+	load_db(fx, "mysql");
 	variant_dir(fx, "mysql_local", job, sizeof(job));
 	j = example_job(fx);
 	json_object_set_new(j, "local", db_local("mysql", "RECON_TEST_MYSQL_RO_DSN"));
@@ -465,14 +390,14 @@ static void test_db_example_local_mysql(void **state)
 static void test_db_example_upstream_databases(void **state)
 {
 	struct fx *fx = *state;
-	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
-	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
 	char job[512];
 	json_t *j;
 
+	support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	support_db_dsn_or_skip("RECON_TEST_MYSQL_DSN");
 	baseline(fx);
-	load_postgres(fx, pg);
-	load_mysql(fx, my);
+	load_db(fx, "postgres");
+	load_db(fx, "mysql");
 
 	variant_dir(fx, "pg_up_mysql_local", job, sizeof(job));
 	j = example_job(fx);
@@ -563,11 +488,11 @@ static void outage(struct fx *fx, const char *name, const char *kind, const char
 static void test_db_example_outages(void **state)
 {
 	struct fx *fx = *state;
-	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
-	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
+	const char *pg = support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	const char *my = support_db_dsn_or_skip("RECON_TEST_MYSQL_DSN");
 
-	load_postgres(fx, pg);
-	load_mysql(fx, my);
+	load_db(fx, "postgres");
+	load_db(fx, "mysql");
 	/* nobody listens on port 1 */
 	outage(fx, "pg_down", "postgres",
 	       "postgresql://recon:Leak3dPgPw@127.0.0.1:1/recon_test?connect_timeout=3",
@@ -586,21 +511,19 @@ static void test_db_example_outages(void **state)
 static void test_db_example_lookup_other_key(void **state)
 {
 	struct fx *fx = *state;
-	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
-	PGconn *c = PQconnectdb(dsn);
+	struct support_db *db;
 	char job[512], path[600];
 	json_t *j, *got, *local;
 	FILE *f;
 
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("postgres: %s", PQerrorMessage(c));
-	pg_exec(c, "SET client_min_messages = warning");
-	pg_exec(c, "DROP TABLE IF EXISTS flow_int");
-	pg_exec(c, "CREATE TABLE flow_int (out_trade_no bigint PRIMARY KEY, amount_cents bigint, "
-		   "currency char(3), status text, created_at timestamptz)");
-	pg_exec(c, "INSERT INTO flow_int VALUES (7, 1000, 'CNY', 'PAID', "
-		   "'2024-01-16 10:00:00+08'), (8, 2000, 'CNY', 'PAID', '2024-01-16 11:00:00+08')");
-	PQfinish(c);
+	support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	db = db_open("postgres");
+	support_db_exec(db, "DROP TABLE IF EXISTS flow_int");
+	support_db_exec(db, "CREATE TABLE flow_int (out_trade_no bigint PRIMARY KEY, amount_cents "
+			    "bigint, currency char(3), status text, created_at timestamptz)");
+	support_db_exec(db, "INSERT INTO flow_int VALUES (7, 1000, 'CNY', 'PAID', '2024-01-16 "
+			    "10:00:00+08'), (8, 2000, 'CNY', 'PAID', '2024-01-16 11:00:00+08')");
+	support_db_close(db);
 	variant_dir(fx, "pg_int_key", job, sizeof(job));
 	snprintf(path, sizeof(path), "%s/pg_int_key/statements/" DATE ".csv", fx->dir);
 	f = fopen(path, "w");
@@ -686,28 +609,23 @@ static void first_of_variant(struct fx *fx, const char *kind, const char *env, c
 static void test_db_example_first_of_epoch(void **state)
 {
 	struct fx *fx = *state;
-	const char *pg = env_or_skip("RECON_TEST_PG_DSN");
-	const char *my = env_or_skip("RECON_TEST_MYSQL_DSN");
-	PGconn *c = PQconnectdb(pg);
-	MYSQL *m;
+	struct support_db *db;
 
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("postgres: %s", PQerrorMessage(c));
-	pg_exec(c, "SET client_min_messages = warning");
-	pg_exec(c, "DROP TABLE IF EXISTS flow_fo");
-	pg_exec(c, "CREATE TABLE flow_fo (order_ref text, legacy_ref text, amount_cents bigint, "
-		   "currency char(3), status text, created_at bigint)");
-	pg_exec(c, FLOW_FO_ROWS);
-	PQfinish(c);
-	first_of_variant(fx, "postgres", "RECON_TEST_PG_DSN", "pg_first_of");
+	support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	support_db_dsn_or_skip("RECON_TEST_MYSQL_DSN");
+	for (const char *const *e = (const char *const[]){"postgres", "mysql", NULL}; *e; e++) {
+		char name[32];
 
-	m = my_connect(my);
-	my_exec(m, "DROP TABLE IF EXISTS flow_fo");
-	my_exec(m, "CREATE TABLE flow_fo (order_ref varchar(64), legacy_ref varchar(64), "
-		   "amount_cents bigint, currency char(3), status varchar(16), created_at bigint)");
-	my_exec(m, FLOW_FO_ROWS);
-	mysql_close(m);
-	first_of_variant(fx, "mysql", "RECON_TEST_MYSQL_DSN", "my_first_of");
+		db = db_open(*e);
+		support_db_exec(db, "DROP TABLE IF EXISTS flow_fo");
+		support_db_exec(db, "CREATE TABLE flow_fo (order_ref varchar(64), legacy_ref "
+				    "varchar(64), amount_cents bigint, currency char(3), status "
+				    "varchar(16), created_at bigint)");
+		support_db_exec(db, FLOW_FO_ROWS);
+		snprintf(name, sizeof(name), "%s_first_of", support_db_engine_of(db)->tag);
+		first_of_variant(fx, *e, support_db_engine_of(db)->dsn_var, name);
+		support_db_close(db);
+	}
 }
 
 /*
@@ -718,27 +636,24 @@ static void test_db_example_first_of_epoch(void **state)
 static void test_db_example_replay_without_grant(void **state)
 {
 	struct fx *fx = *state;
-	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
 	char job[512], out[600], err[600];
-	PGconn *c;
+	struct support_db *db;
 	json_t *j;
 	char *text, *merchant;
 	int rc;
 
-	env_or_skip("RECON_TEST_PG_RO_DSN");
-	load_postgres(fx, dsn);
-	c = PQconnectdb(dsn);
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("postgres: %s", PQerrorMessage(c));
-	pg_exec(c, "SET client_min_messages = warning");
-	pg_exec(c, "DROP TABLE IF EXISTS idempotency_record, recon_ticket, recon_outbox");
+	support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	support_db_dsn_or_skip("RECON_TEST_PG_RO_DSN");
+	load_db(fx, "postgres");
+	db = db_open("postgres");
+	support_db_exec(db, "DROP TABLE IF EXISTS idempotency_record, recon_ticket, recon_outbox");
 	merchant = read_file(src_path(fx, "sql/postgres/merchant.sql"));
-	pg_exec(c, merchant);
+	support_db_exec(db, merchant);
 	free(merchant);
-	pg_exec(c, "GRANT SELECT, INSERT, UPDATE ON idempotency_record, recon_ticket, recon_outbox "
-		   "TO recon_ro");
-	pg_exec(c, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO recon_ro");
-	PQfinish(c);
+	support_db_exec(db, "GRANT SELECT, INSERT, UPDATE ON idempotency_record, recon_ticket, "
+			    "recon_outbox TO recon_ro");
+	support_db_exec(db, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO recon_ro");
+	support_db_close(db);
 	variant_dir(fx, "pg_no_grant", job, sizeof(job));
 	j = example_job(fx);
 	json_object_set_new(j, "local", db_local("postgres", "RECON_TEST_PG_RO_DSN"));
@@ -769,26 +684,24 @@ static void test_db_example_replay_without_grant(void **state)
 static void test_db_example_replay_values(void **state)
 {
 	struct fx *fx = *state;
-	const char *dsn = env_or_skip("RECON_TEST_PG_DSN");
-	char job[512], out[600], err[600], q[256];
-	PGconn *c;
-	PGresult *res;
+	char job[512], out[600], err[600];
+	struct support_db *db;
 	json_t *j, *local;
-	char *merchant, *text;
+	char *merchant, *text, *rows, *filled;
 	int rc;
 
-	c = PQconnectdb(dsn);
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("postgres: %s", PQerrorMessage(c));
-	pg_exec(c, "SET client_min_messages = warning");
-	pg_exec(c, "DROP TABLE IF EXISTS flow_rv, idempotency_record, recon_ticket, recon_outbox");
+	support_db_dsn_or_skip("RECON_TEST_PG_DSN");
+	db = db_open("postgres");
+	support_db_exec(
+	    db, "DROP TABLE IF EXISTS flow_rv, idempotency_record, recon_ticket, recon_outbox");
 	merchant = read_file(src_path(fx, "sql/postgres/merchant.sql"));
-	pg_exec(c, merchant);
+	support_db_exec(db, merchant);
 	free(merchant);
-	pg_exec(c, "CREATE TABLE flow_rv (id bigserial PRIMARY KEY, out_trade_no text NOT NULL "
-		   "UNIQUE, amount_cents bigint NOT NULL, currency char(3) NOT NULL, status text "
-		   "NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, "
-		   "channel text NOT NULL, customer_id bigint NOT NULL)");
+	support_db_exec(
+	    db, "CREATE TABLE flow_rv (id bigserial PRIMARY KEY, out_trade_no text NOT NULL "
+		"UNIQUE, amount_cents bigint NOT NULL, currency char(3) NOT NULL, status text "
+		"NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, "
+		"channel text NOT NULL, customer_id bigint NOT NULL)");
 	variant_dir(fx, "pg_replay_values", job, sizeof(job));
 	j = example_job(fx);
 	local = db_local("postgres", "RECON_TEST_PG_DSN");
@@ -805,19 +718,18 @@ static void test_db_example_replay_values(void **state)
 	if (rc != 0)
 		fail_msg("recon run exited %d: %s", rc, text);
 	free(text);
-	snprintf(q, sizeof(q),
-		 "SELECT count(*), count(*) FILTER (WHERE channel = 'recon_example_payments' AND "
-		 "customer_id = 0 AND updated_at > created_at) FROM flow_rv");
-	res = PQexec(c, q);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		fail_msg("postgres: %s", PQerrorMessage(c));
-	if (atoi(PQgetvalue(res, 0, 0)) < 1 ||
-	    strcmp(PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1)) != 0)
-		fail_msg("want every replayed row filled, got %s rows, %s filled",
-			 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
-	PQclear(res);
-	pg_exec(c, "DROP TABLE flow_rv");
-	PQfinish(c);
+	rows = support_db_value(db, "SELECT count(*) FROM flow_rv", NULL);
+	filled = support_db_value(db,
+				  "SELECT count(*) FROM flow_rv WHERE channel = "
+				  "'recon_example_payments' AND customer_id = 0 AND updated_at > "
+				  "created_at",
+				  NULL);
+	if (atoi(rows) < 1 || strcmp(rows, filled) != 0)
+		fail_msg("want every replayed row filled, got %s rows, %s filled", rows, filled);
+	free(rows);
+	free(filled);
+	support_db_exec(db, "DROP TABLE flow_rv");
+	support_db_close(db);
 }
 
 int main(void)
@@ -833,5 +745,9 @@ int main(void)
 	    cmocka_unit_test(test_db_example_replay_values),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	static const char *const vars[] = {"RECON_TEST_PG_DSN", "RECON_TEST_PG_RO_DSN",
+					   "RECON_TEST_MYSQL_DSN", "RECON_TEST_MYSQL_RO_DSN", NULL};
+	int rc = support_db_gate("test_db_example", vars);
+
+	return rc ? rc : cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,15 +1,16 @@
 /*
- * fuzz_tzif: the TZif reader and zone arithmetic of src/recon_time.c. The
- * input is a zone file: the harness writes it to $TZDIR/Fuzz/Zone (TZDIR is
- * a scratch folder), loads "Fuzz/Zone" with recon_tz_load(), and when it
- * loads asks it for offsets, local times, instants and day bounds at a fixed
- * set of instants (extremes, 1901, 1970, 2024, 2038, 9999 and so on).
+ * fuzz_tzif: the TZif reader (src/recon_tzif.c) and the zone arithmetic of
+ * src/recon_time.c. The input is a zone file: the harness writes it to
+ * $TZDIR/Fuzz/Zone (TZDIR is a scratch folder), loads "Fuzz/Zone" with
+ * recon_tz_load(), and when it loads asks it for offsets, local times,
+ * instants and day bounds at a fixed set of instants (extremes, 1901, 1970,
+ * 2024, 2038, 9999 and so on).
  *
  * The zones the jobs use come from the system's tzdata, so this is defence
  * in depth: a corrupt or crafted file must be refused or give bounded
  * answers, never crash or hang. Checked beyond the sanitizers: failures are
  * RECON_ECONFIG with *out NULL; offsets stay within +-26 h (the bound
- * recon_time.c promises itself); to_local(t) = t + offset(t); to_utc() of a
+ * recon_tzif.h promises, RECON_TZIF_OFFSET_LIMIT); to_local(t) = t + offset(t); to_utc() of a
  * wall clock stays within 26 h of it; days are contiguous, never reversed,
  * and start at the first instant whose wall clock reaches their midnight (a
  * day the zone skips is empty); an instant never precedes its day.
