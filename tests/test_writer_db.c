@@ -187,23 +187,23 @@ static const char *tname(const struct fx *fx, const char *what, char *buf, size_
 }
 
 /*
- * A job whose local side is table `table` (time column `time_col`, NULL:
- * created_at) in zone `zone` (NULL: Asia/Shanghai), writing through the
- * engine's writer variable. A writer reads the local side's table, columns,
- * zone and DSN variable, not its kind.
+ * A job (support_db_job: "support_db", columns k, cents, st, at) whose local
+ * side is the engine's table `table` (time column `time_col`, NULL: at) in
+ * zone `zone` (NULL: Asia/Shanghai), reading through the engine's local
+ * variable and writing through its writer variable.
  */
 static struct recon_job *job_new(struct fx *fx, const char *table, const char *time_col,
 				 const char *zone)
 {
-	struct recon_job *job = support_job_new();
-	struct recon_side *lo = &job->local;
+	char more[160];
+	struct recon_job *job;
+	struct recon_side *lo;
 	struct recon_err err;
 
-	free(lo->path);
-	lo->path = NULL;
-	free(lo->table);
-	lo->table = recon_xstrdup(table);
-	lo->dsn_env = recon_xstrdup(fx->local_var);
+	snprintf(more, sizeof(more), "\"actions\": {\"enabled\": true, \"writer_dsn_env\": \"%s\"}",
+		 fx->writer_var);
+	job = support_db_job(fx->e, table, fx->local_var, more);
+	lo = &job->local;
 	if (time_col)
 		support_side_col(lo, RECON_COL_TIME, time_col);
 	if (zone) {
@@ -214,8 +214,6 @@ static struct recon_job *job_new(struct fx *fx, const char *table, const char *t
 		if (recon_tz_load(&lo->tz, zone, &err) < 0)
 			fail_msg("zone %s: %s", zone, err.msg);
 	}
-	job->actions.enabled = true;
-	job->actions.writer_dsn_env = recon_xstrdup(fx->writer_var);
 	return job;
 }
 
@@ -663,29 +661,7 @@ static void test_writer_db_killed_connection_reconnects(void **state)
 static void pg_proxied(const char *dsn, struct support_proxy *p, struct recon_job *job, char *out,
 		       size_t size)
 {
-	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
-	const char *host = "127.0.0.1", *user = "", *pw = "", *db = "";
-	unsigned port = 5432;
-
-	assert_non_null(opts);
-	for (PQconninfoOption *o = opts; o->keyword; o++) {
-		if (!o->val)
-			continue;
-		if (!strcmp(o->keyword, "host"))
-			host = o->val;
-		else if (!strcmp(o->keyword, "port"))
-			port = (unsigned)atoi(o->val);
-		else if (!strcmp(o->keyword, "user"))
-			user = o->val;
-		else if (!strcmp(o->keyword, "password"))
-			pw = o->val;
-		else if (!strcmp(o->keyword, "dbname"))
-			db = o->val;
-	}
-	support_proxy_start(p, host, port);
-	snprintf(out, size, "host=127.0.0.1 port=%u user=%s password=%s dbname=%s sslmode=disable",
-		 p->port, user, pw, db);
-	PQconninfoFree(opts);
+	support_db_pg_proxy(p, dsn, out, size);
 	job->actions.timeout_ms = 1000;
 }
 
@@ -1266,22 +1242,22 @@ static void test_writer_db_my_replay_other_unique_index(void **state)
 	struct fx *fx = *state;
 	struct recon_job *job = job_new(fx, "t_wmy_replay", NULL, NULL);
 	static const char idem_like[] =
-	    "DELETE FROM idempotency_record WHERE idem_key LIKE 'recon:test_job:replay:R12-%'";
+	    "DELETE FROM idempotency_record WHERE idem_key LIKE 'recon:support_db:replay:R12-%'";
 	struct recon_writer *w;
 	struct recon_diff d;
 	struct recon_err err;
 	int64_t n = -1;
 
 	setenv(fx->writer_var, fx->dsn, 1);
-	job->actions.replay_status[RECON_ST_SUCCESS] = recon_xstrdup("PAID");
+	support_side_col(&job->local, RECON_COL_CURRENCY, "currency");
+	assert_string_equal(job->actions.replay_status[RECON_ST_SUCCESS], "PAID");
 	support_db_exec(fx->db, "DROP TABLE IF EXISTS t_wmy_replay");
-	support_db_exec(fx->db,
-			"CREATE TABLE t_wmy_replay (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
-			"out_trade_no VARCHAR(64) NOT NULL, amount_cents BIGINT NOT NULL, "
-			"currency CHAR(3) NOT NULL, status VARCHAR(16) NOT NULL, created_at "
-			"DATETIME(3) NOT NULL, provider_txn VARCHAR(64) NOT NULL DEFAULT '', "
-			"UNIQUE KEY uk_replay_key (out_trade_no), UNIQUE KEY uk_provider_txn "
-			"(provider_txn)) ENGINE=InnoDB");
+	support_db_exec(fx->db, "CREATE TABLE t_wmy_replay (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+				"k VARCHAR(64) NOT NULL, cents BIGINT NOT NULL, currency CHAR(3) "
+				"NOT NULL, st VARCHAR(16) NOT NULL, at DATETIME(3) NOT NULL, "
+				"provider_txn VARCHAR(64) NOT NULL DEFAULT '', UNIQUE KEY "
+				"uk_replay_key (k), UNIQUE KEY uk_provider_txn (provider_txn)) "
+				"ENGINE=InnoDB");
 	support_db_exec(fx->db,
 			"CREATE TABLE IF NOT EXISTS idempotency_record (id BIGINT NOT NULL "
 			"AUTO_INCREMENT PRIMARY KEY, idem_key VARCHAR(128) NOT NULL, biz_type "
@@ -1308,7 +1284,7 @@ static void test_writer_db_my_replay_other_unique_index(void **state)
 	assert_no_secret(&err, fx->e->owner_password);
 	assert_int_equal(support_db_long(fx->db, "SELECT count(*) FROM t_wmy_replay"), 1);
 	assert_int_equal(support_db_long(fx->db, "SELECT count(*) FROM idempotency_record WHERE "
-						 "idem_key = 'recon:test_job:replay:R12-2'"),
+						 "idem_key = 'recon:support_db:replay:R12-2'"),
 			 0);
 	/* the writer is usable afterwards (the transaction was rolled back) */
 	assert_false(w->in_tx);
