@@ -1,6 +1,7 @@
 /*
  * recon_action: the compensations a run drives after its differences are
- * committed (DESIGN classification table), and the writers they go through.
+ * committed (DESIGN classification table), and the writes they make through
+ * the job's writer (recon_writer.h).
  *
  *   missing          -> replay: the upstream order inserted into the local flow
  *                       table with its idempotency record, in one transaction;
@@ -31,60 +32,7 @@
 #include "recon_compare.h"
 #include "recon_err.h"
 #include "recon_job.h"
-
-/* Returned by writers for failures worth retrying (lost connection, deadlock, busy). */
-#define RECON_ERETRY (-10)
-
-/* ---- writers: one read-write connection per run, apart from the readers ---- */
-
-struct recon_writer;
-
-struct recon_writer_ops {
-	const char *kind; /* "sqlite", "postgres", "mysql" */
-	/* Opens the job's writer database (job->actions): RECON_EUNAVAIL when down. */
-	int (*open)(struct recon_writer **out, const struct recon_job *job, struct recon_err *err);
-	int (*begin)(struct recon_writer *w, struct recon_err *err);
-	int (*commit)(struct recon_writer *w, struct recon_err *err);
-	void (*rollback)(struct recon_writer *w); /* no-op outside a transaction */
-	/*
-	 * Runs sql with text parameters (NULL = SQL NULL) written with the
-	 * dialect's placeholders (recon_writer_ph); *affected = rows changed.
-	 * RECON_ERETRY for transient failures (the connection is re-established
-	 * on the next call when it was lost); other failures RECON_EUNAVAIL
-	 * (server gone for good) or RECON_EINPUT (the data was refused).
-	 */
-	int (*exec)(struct recon_writer *w, const char *sql, const char *const *params, int n,
-		    int64_t *affected, struct recon_err *err);
-	/*
-	 * The parameter text for the local time column holding instant utc_ms,
-	 * and the SQL expression wrapping its placeholder ("%s" or "%s::timestamptz").
-	 */
-	int (*time_param)(struct recon_writer *w, int64_t utc_ms, char *buf, size_t size,
-			  const char **wrap, struct recon_err *err);
-	void (*close)(struct recon_writer *w); /* NULL-safe */
-};
-
-struct recon_writer {
-	const struct recon_writer_ops *ops;
-	const struct recon_job *job;
-	int64_t now;	/* the run's clock and id, for replay templates ({now}, {run_id}); */
-	int64_t run_id; /* set by recon_actions_run() after open() */
-};
-
-extern const struct recon_writer_ops recon_writer_sqlite;
-extern const struct recon_writer_ops recon_writer_postgres;
-extern const struct recon_writer_ops recon_writer_mysql;
-
-/*
- * The writer ops for the local side's backend, by its name (side->backend->name),
- * or NULL (csv: nothing to write to).
- */
-const struct recon_writer_ops *recon_writer_ops_for(const char *backend);
-
-/* Placeholder number i (1-based) in the writer's dialect: "$3" or "?". */
-const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size_t size);
-/* Identifier quote character of the dialect: '"' or '`'. */
-char recon_writer_quote(const struct recon_writer *w);
+#include "recon_writer.h"
 
 /*
  * The writes behind the actions, one statement (or transaction) each, in the

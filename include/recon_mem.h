@@ -23,6 +23,14 @@ char *recon_xstrndup(const char *s, size_t n);
 size_t recon_st_mult(size_t a, size_t b);
 size_t recon_st_add(size_t a, size_t b);
 
+/*
+ * Zeroes p[0..n) in a way the optimiser keeps even when p is freed next:
+ * passwords do not linger in freed memory. NULL-safe.
+ */
+void recon_mem_wipe(void *p, size_t n);
+/* Wipes the string s (a password) and frees it. NULL-safe. */
+void recon_mem_free_secret(char *s);
+
 /* Grows *p (holding *alloc elements of `size` bytes) so it holds at least `need`. */
 void recon_grow(void **p, size_t *alloc, size_t need, size_t size);
 

@@ -12,31 +12,7 @@
 #include "recon_buf.h"
 #include "recon_mem.h"
 #include "recon_normalize.h"
-
-/* INSERT INTO table (cols...) VALUES (phs...) + the dialect's do-nothing-on-conflict. */
-static void insert_unique(struct recon_writer *w, struct recon_buf *sql, const char *table,
-			  const char *const *cols, int ncols, const char *const *unique,
-			  int nunique)
-{
-	char q = recon_writer_quote(w), ph[16];
-
-	recon_buf_addf(sql, "INSERT INTO %c%s%c (", q, table, q);
-	for (int i = 0; i < ncols; i++)
-		recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
-	recon_buf_adds(sql, ") VALUES (");
-	for (int i = 0; i < ncols; i++)
-		recon_buf_addf(sql, "%s%s", i ? ", " : "",
-			       recon_writer_ph(w, i + 1, ph, sizeof(ph)));
-	recon_buf_adds(sql, ")");
-	if (q == '`') {
-		recon_buf_addf(sql, " ON DUPLICATE KEY UPDATE `%s` = `%s`", unique[0], unique[0]);
-	} else {
-		recon_buf_adds(sql, " ON CONFLICT (");
-		for (int i = 0; i < nunique; i++)
-			recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, unique[i], q);
-		recon_buf_adds(sql, ") DO NOTHING");
-	}
-}
+#include "recon_writer.h"
 
 int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *job, const char *key,
 			       const char *klass, const char *severity, int64_t run_id,
@@ -72,7 +48,7 @@ int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *j
 		    "WHERE job = %s AND biz_key = %s AND class = %s AND status = "
 		    "'resolved'",
 		    q, q, ph[0], ph[1], ph[2], ph[3], ph[4]);
-		if ((rc = w->ops->exec(w, sql.s, rp, 5, &reopened, err)) < 0)
+		if ((rc = recon_writer_exec(w, sql.s, rp, 5, &reopened, err)) < 0)
 			goto out;
 		recon_buf_reset(&sql);
 		if (reopened > 0) {
@@ -80,8 +56,8 @@ int recon_action_writer_ticket(struct recon_writer *w, const struct recon_job *j
 			goto out;
 		}
 	}
-	insert_unique(w, &sql, "recon_ticket", cols, 6, unique, 3);
-	rc = w->ops->exec(w, sql.s, params, 6, affected, err);
+	recon_writer_add_insert(w, &sql, "recon_ticket", cols, 6, unique, 3);
+	rc = recon_writer_exec(w, sql.s, params, 6, affected, err);
 out:
 	recon_buf_release(&sql);
 	return rc;
@@ -105,7 +81,7 @@ int recon_action_ticket_end(struct recon_writer *w, const struct recon_job *job,
 		       "updated_at = CURRENT_TIMESTAMP WHERE job = %s AND biz_key = %s AND "
 		       "class = %s AND status = 'open'",
 		       q, q, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
-	rc = w->ops->exec(w, sql.s, params, 6, affected, err);
+	rc = recon_writer_exec(w, sql.s, params, 6, affected, err);
 	recon_buf_release(&sql);
 	return rc;
 }
@@ -128,8 +104,8 @@ int recon_action_outbox_event(struct recon_writer *w, const struct recon_job *jo
 	int rc;
 
 	recon_buf_init(&sql);
-	insert_unique(w, &sql, "recon_outbox", cols, 4, unique, 3);
-	rc = w->ops->exec(w, sql.s, params, 4, affected, err);
+	recon_writer_add_insert(w, &sql, "recon_outbox", cols, 4, unique, 3);
+	rc = recon_writer_exec(w, sql.s, params, 4, affected, err);
 	recon_buf_release(&sql);
 	return rc;
 }
@@ -167,7 +143,7 @@ int recon_action_transition(struct recon_writer *w, const struct recon_job *job,
 		recon_buf_addf(&sql, "%s%s", i ? ", " : "", recon_writer_ph(w, np, ph, sizeof(ph)));
 	}
 	recon_buf_adds(&sql, ")");
-	rc = w->ops->exec(w, sql.s, params, np, affected, err);
+	rc = recon_writer_exec(w, sql.s, params, np, affected, err);
 	recon_buf_release(&sql);
 	free(params);
 	free(parts);

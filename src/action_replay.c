@@ -1,20 +1,23 @@
 /*
- * Replay of a missing order, per SQL dialect: the upstream order inserted into
- * the local flow table and its idempotency record, in one local transaction.
+ * Replay of a missing order, in the writer's dialect (its descriptor,
+ * recon_writer.h): the upstream order inserted into the local flow table and
+ * its idempotency record, in one local transaction, each with the dialect's
+ * upsert form:
  *
  *   PostgreSQL, SQLite: INSERT ... ON CONFLICT (key) DO NOTHING
  *   MySQL/MariaDB:      INSERT ... ON DUPLICATE KEY UPDATE key = key
  *                       (affected rows 0: already there; not INSERT IGNORE,
  *                       which would hide every other error)
  *
- * Never SELECT-then-INSERT: the business table's unique key decides. On
- * MySQL, ON DUPLICATE KEY gives way to a clash on *any* unique index of the
- * table (a unique provider_txn column whose default is already taken), so
- * "0 rows affected" is confirmed, in the same transaction, by reading the row
- * back by its business key (a locking read: the latest committed row). When
- * it is not there, the clash was on another index: the plain INSERT is tried
- * once to learn which (MySQL names it in error 1062), and the action fails
- * naming that index; nothing is recorded as done.
+ * Never SELECT-then-INSERT: the business table's unique key decides. With
+ * the ON DUPLICATE KEY form (MySQL), the insert gives way to a clash on *any*
+ * unique index of the table (a unique provider_txn column whose default is
+ * already taken), so "0 rows affected" is confirmed, in the same
+ * transaction, by reading the row back by its business key (a locking read:
+ * the latest committed row). When it is not there, the clash was on another
+ * index: the plain INSERT is tried once to learn which (MySQL names it in
+ * error 1062), and the action fails naming that index; nothing is recorded
+ * as done.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,11 +70,12 @@ static void dup_index_name(const char *msg, char *out, size_t size)
 }
 
 /*
- * MySQL only, inside the replay's transaction, after the insert changed
- * nothing: *affected stays 0 when the row with the business key is there;
- * else the clash was on another unique index, and the action fails naming it
- * (or, should the clash be gone by now, the plain insert counts as the replay).
- * `insert` is the INSERT without its ON DUPLICATE KEY clause.
+ * The ON DUPLICATE KEY form only (its SQL is MySQL's), inside the replay's
+ * transaction, after the insert changed nothing: *affected stays 0 when the
+ * row with the business key is there; else the clash was on another unique
+ * index, and the action fails naming it (or, should the clash be gone by
+ * now, the plain insert counts as the replay). `insert` is the INSERT
+ * without its ON DUPLICATE KEY clause.
  */
 static int confirm_present(struct recon_writer *w, const struct recon_job *job,
 			   const char *const *params, const char *const *cols, const char *insert,
@@ -89,12 +93,12 @@ static int confirm_present(struct recon_writer *w, const struct recon_job *job,
 	for (unsigned i = 0; i < l->nkey; i++)
 		recon_buf_addf(&sql, "%s`%s` = ?", i ? " AND " : "", cols[i]);
 	recon_buf_adds(&sql, " LOCK IN SHARE MODE");
-	rc = w->ops->exec(w, sql.s, params, (int)l->nkey, &found, err);
+	rc = recon_writer_exec(w, sql.s, params, (int)l->nkey, &found, err);
 	recon_buf_release(&sql);
 	if (rc < 0 || found > 0)
 		return rc;
 	recon_err_init(&e);
-	rc = w->ops->exec(w, insert, params, np, affected, &e);
+	rc = recon_writer_exec(w, insert, params, np, affected, &e);
 	if (rc == 0)
 		return 0;
 	if (rc == RECON_ERETRY) {
@@ -111,22 +115,6 @@ static int confirm_present(struct recon_writer *w, const struct recon_job *job,
 			     "replay of '%s' into table '%s' clashes with another row on unique "
 			     "index '%s' (not the business key): nothing inserted",
 			     display, l->table, index);
-}
-
-/* Appends the dialect's "insert unless the unique key exists" clause. */
-static void on_conflict(struct recon_writer *w, struct recon_buf *sql, const char *const *cols,
-			unsigned ncols)
-{
-	char q = recon_writer_quote(w);
-
-	if (q == '`') {
-		recon_buf_addf(sql, " ON DUPLICATE KEY UPDATE `%s` = `%s`", cols[0], cols[0]);
-		return;
-	}
-	recon_buf_adds(sql, " ON CONFLICT (");
-	for (unsigned i = 0; i < ncols; i++)
-		recon_buf_addf(sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
-	recon_buf_adds(sql, ") DO NOTHING");
 }
 
 /*
@@ -273,142 +261,149 @@ static int replay_outbox(struct recon_writer *w, const struct recon_job *job,
 }
 
 /*
- * Longer than a screen: the statement is built column by column in one pass
- * (columns and placeholders side by side, the dialect's time wrapper in the
- * middle), then the two inserts of one transaction; split, the halves would
- * share a dozen locals.
+ * The replay's INSERT for one difference, built column by column: columns
+ * and placeholders side by side, the parameters pointing into the struct.
  */
+struct replay_stmt {
+	const char *params[RECON_KEY_PARTS_MAX + 4 + RECON_REPLAY_VALUES_MAX];
+	int np;
+	const char *keycols[RECON_KEY_PARTS_MAX]; /* the business key's columns */
+	char *parts;				  /* the key's parts, params[0..nkey) */
+	char *rendered[RECON_REPLAY_VALUES_MAX];  /* actions.replay_values */
+	char amount[40], when[48];
+	struct recon_buf cols, vals;
+	char *insert;	      /* INSERT ... VALUES (...): confirm_present() */
+	struct recon_buf sql; /* and the dialect's upsert clause after it */
+};
+
+static void replay_stmt_release(struct replay_stmt *r)
+{
+	for (size_t i = 0; i < RECON_REPLAY_VALUES_MAX; i++)
+		free(r->rendered[i]);
+	free(r->parts);
+	free(r->insert);
+	recon_buf_release(&r->cols);
+	recon_buf_release(&r->vals);
+	recon_buf_release(&r->sql);
+}
+
+/* Column col with parameter value; wrap puts text around the placeholder ("%s::timestamptz"). */
+static void add_col(struct recon_writer *w, struct replay_stmt *r, const char *col,
+		    const char *value, const char *wrap)
+{
+	const char *at = strstr(wrap, "%s");
+	char q = recon_writer_quote(w), ph[16];
+
+	r->params[r->np++] = value;
+	recon_buf_addf(&r->cols, "%s%c%s%c", r->np > 1 ? ", " : "", q, col, q);
+	recon_buf_adds(&r->vals, r->np > 1 ? ", " : "");
+	recon_buf_add(&r->vals, wrap, (size_t)(at - wrap));
+	recon_buf_adds(&r->vals, recon_writer_ph(w, r->np, ph, sizeof(ph)));
+	recon_buf_adds(&r->vals, at + 2);
+}
+
+/*
+ * The INSERT of the upstream order of d into the local flow table: key parts,
+ * amount, currency and status when mapped, time in the dialect's form, then
+ * the job's replay_values.
+ */
+static int build_insert(struct recon_writer *w, const struct recon_job *job,
+			const struct recon_diff *d, struct replay_stmt *r, struct recon_err *err)
+{
+	const struct recon_side *l = &job->local;
+	const char *status = job->actions.replay_status[d->up.status], *wrap = "%s";
+	const char *kp[RECON_KEY_PARTS_MAX];
+	size_t kl[RECON_KEY_PARTS_MAX];
+	char q = recon_writer_quote(w);
+	int rc;
+
+	if (!status)
+		return recon_err_set(err, RECON_ECONFIG, "actions.replay_status",
+				     "no local status word maps to '%s': cannot replay",
+				     recon_status_name(d->up.status));
+	r->parts = recon_xmalloc((size_t)d->key_len + 1);
+	recon_key_split(d->key, d->key_len, l->nkey, r->parts, kp, kl);
+	for (unsigned i = 0; i < l->nkey; i++) {
+		r->keycols[i] = l->cols[RECON_COL_KEY0 + i];
+		add_col(w, r, r->keycols[i], kp[i], "%s");
+	}
+	if (l->cols[RECON_COL_AMOUNT_MINOR]) {
+		snprintf(r->amount, sizeof(r->amount), "%lld", (long long)d->up.amount);
+		add_col(w, r, l->cols[RECON_COL_AMOUNT_MINOR], r->amount, "%s");
+	} else {
+		int e = recon_money_exponent(d->up.currency);
+		recon_money_format(d->up.amount, e < 0 ? 0 : e, r->amount, sizeof(r->amount));
+		add_col(w, r, l->cols[RECON_COL_AMOUNT], r->amount, "%s");
+	}
+	if (l->cols[RECON_COL_CURRENCY])
+		add_col(w, r, l->cols[RECON_COL_CURRENCY], d->up.currency, "%s");
+	if (l->cols[RECON_COL_STATUS])
+		add_col(w, r, l->cols[RECON_COL_STATUS], status, "%s");
+	if ((rc = recon_writer_time_param(w, d->up.time, r->when, sizeof(r->when), &wrap, err)) < 0)
+		return rc;
+	if (!strstr(wrap, "%s"))
+		return recon_err_set(err, RECON_EINTERNAL, NULL, "bad time wrapper '%s'", wrap);
+	add_col(w, r, l->cols[RECON_COL_TIME], r->when, wrap);
+	/* the merchant's other columns (updated_at, channel, ...): actions.replay_values */
+	for (size_t i = 0; i < job->actions.nreplay_values; i++) {
+		r->rendered[i] = render(w, job, d, job->actions.replay_values[i].text);
+		add_col(w, r, job->actions.replay_values[i].column, r->rendered[i], "%s");
+	}
+	recon_buf_addf(&r->sql, "INSERT INTO %c%s%c (%s) VALUES (%s)", q, l->table, q, r->cols.s,
+		       r->vals.s);
+	r->insert = recon_xstrdup(r->sql.s);
+	recon_writer_add_upsert(w, &r->sql, r->keycols, l->nkey);
+	return 0;
+}
+
+/* The replay's idempotency record, in its transaction. */
+static int record_idem(struct recon_writer *w, const struct recon_job *job, const char *key,
+		       bool inserted, struct recon_err *err)
+{
+	static const char *const cols[] = {"idem_key", "biz_type", "status", "result"};
+	static const char *const unique[] = {"idem_key"};
+	char idem[160];
+	const char *params[4] = {idem, "recon_replay", "done",
+				 inserted ? "inserted" : "already present"};
+	struct recon_buf sql;
+	int64_t affected = 0;
+	int rc;
+
+	idem_key(job, key, idem, sizeof(idem));
+	recon_buf_init(&sql);
+	recon_writer_add_insert(w, &sql, "idempotency_record", cols, 4, unique, 1);
+	rc = recon_writer_exec(w, sql.s, params, 4, &affected, err);
+	recon_buf_release(&sql);
+	return rc;
+}
+
 int recon_action_replay(struct recon_writer *w, const struct recon_job *job,
 			const struct recon_diff *d, int64_t *affected, struct recon_err *err)
 {
-	const struct recon_side *l = &job->local;
-	const size_t nv = job->actions.nreplay_values;
-	const char *params[RECON_KEY_PARTS_MAX + 4 + RECON_REPLAY_VALUES_MAX],
-	    *cols[RECON_KEY_PARTS_MAX];
-	char *rendered[RECON_REPLAY_VALUES_MAX] = {NULL};
-	size_t plens[RECON_KEY_PARTS_MAX];
-	const char *wrap = "%s", *status;
-	char q = recon_writer_quote(w), ph[16], amount[40], when[48], idem[160],
-	     key[RECON_KEY_PARTS_MAX * 1025 + 8];
-	char *parts = NULL, *insert = NULL;
-	struct recon_buf sql, vals;
-	int np = 0, rc = 0;
-	int64_t idem_affected = 0;
+	struct replay_stmt r;
+	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
+	int rc;
 
 	if (job->actions.replay == RECON_REPLAY_OUTBOX)
 		return replay_outbox(w, job, d, affected, err);
-	recon_buf_init(&sql);
-	recon_buf_init(&vals);
-	status = job->actions.replay_status[d->up.status];
-	if (!status) {
-		rc = recon_err_set(err, RECON_ECONFIG, "actions.replay_status",
-				   "no local status word maps to '%s': cannot replay",
-				   recon_status_name(d->up.status));
+	memset(&r, 0, sizeof(r));
+	recon_buf_init(&r.cols);
+	recon_buf_init(&r.vals);
+	recon_buf_init(&r.sql);
+	if ((rc = build_insert(w, job, d, &r, err)) < 0)
 		goto out;
-	}
-	/* key parts */
-	parts = recon_xmalloc((size_t)d->key_len + 1);
-	recon_key_split(d->key, d->key_len, l->nkey, parts, params, plens);
-	for (unsigned i = 0; i < l->nkey; i++)
-		cols[np++] = l->cols[RECON_COL_KEY0 + i];
-	recon_buf_addf(&sql, "INSERT INTO %c%s%c (", q, l->table, q);
-	for (int i = 0; i < np; i++) {
-		recon_buf_addf(&sql, "%s%c%s%c", i ? ", " : "", q, cols[i], q);
-		recon_buf_addf(&vals, "%s%s", i ? ", " : "",
-			       recon_writer_ph(w, i + 1, ph, sizeof(ph)));
-	}
-	if (l->cols[RECON_COL_AMOUNT_MINOR]) {
-		snprintf(amount, sizeof(amount), "%lld", (long long)d->up.amount);
-	} else {
-		int e = recon_money_exponent(d->up.currency);
-		recon_money_format(d->up.amount, e < 0 ? 0 : e, amount, sizeof(amount));
-	}
-	recon_buf_addf(&sql, ", %c%s%c", q,
-		       l->cols[RECON_COL_AMOUNT_MINOR] ? l->cols[RECON_COL_AMOUNT_MINOR]
-						       : l->cols[RECON_COL_AMOUNT],
-		       q);
-	params[np++] = amount;
-	recon_buf_addf(&vals, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
-	if (l->cols[RECON_COL_CURRENCY]) {
-		recon_buf_addf(&sql, ", %c%s%c", q, l->cols[RECON_COL_CURRENCY], q);
-		params[np++] = d->up.currency;
-		recon_buf_addf(&vals, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
-	}
-	if (l->cols[RECON_COL_STATUS]) {
-		recon_buf_addf(&sql, ", %c%s%c", q, l->cols[RECON_COL_STATUS], q);
-		params[np++] = status;
-		recon_buf_addf(&vals, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
-	}
-	if ((rc = w->ops->time_param(w, d->up.time, when, sizeof(when), &wrap, err)) < 0)
-		goto out;
-	recon_buf_addf(&sql, ", %c%s%c", q, l->cols[RECON_COL_TIME], q);
-	/* the merchant's other columns (updated_at, channel, ...): actions.replay_values */
-	for (size_t i = 0; i < nv; i++)
-		recon_buf_addf(&sql, ", %c%s%c", q, job->actions.replay_values[i].column, q);
-	recon_buf_addf(&sql, ") VALUES (%s, ", vals.s);
-	params[np++] = when;
-	{
-		/* wrap is "%s" with text around it ("%s::timestamptz"): put the placeholder in */
-		const char *at = strstr(wrap, "%s");
-		if (!at) {
-			rc = recon_err_set(err, RECON_EINTERNAL, NULL, "bad time wrapper '%s'",
-					   wrap);
-			goto out;
-		}
-		recon_buf_add(&sql, wrap, (size_t)(at - wrap));
-		recon_buf_adds(&sql, recon_writer_ph(w, np, ph, sizeof(ph)));
-		recon_buf_adds(&sql, at + 2);
-	}
-	for (size_t i = 0; i < nv; i++) {
-		rendered[i] = render(w, job, d, job->actions.replay_values[i].text);
-		params[np++] = rendered[i];
-		recon_buf_addf(&sql, ", %s", recon_writer_ph(w, np, ph, sizeof(ph)));
-	}
-	recon_buf_adds(&sql, ")");
-	insert = recon_xstrdup(sql.s);
-	on_conflict(w, &sql, cols, l->nkey);
 	recon_key_display(d->key, d->key_len, key, sizeof(key));
-
-	if ((rc = w->ops->begin(w, err)) < 0)
+	/* the order and its idempotency record, one transaction */
+	if ((rc = recon_writer_begin(w, err)) < 0)
 		goto out;
-	if ((rc = w->ops->exec(w, sql.s, params, np, affected, err)) < 0)
-		goto rollback;
-	if (*affected == 0 && q == '`' &&
-	    (rc = confirm_present(w, job, params, cols, insert, np, key, affected, err)) < 0)
-		goto rollback;
-	/* the idempotency record, in the same transaction */
-	idem_key(job, key, idem, sizeof(idem));
-	recon_buf_reset(&sql);
-	recon_buf_addf(
-	    &sql,
-	    "INSERT INTO %cidempotency_record%c (%cidem_key%c, %cbiz_type%c, %cstatus%c, "
-	    "%cresult%c) VALUES (",
-	    q, q, q, q, q, q, q, q, q, q);
-	for (int i = 1; i <= 4; i++)
-		recon_buf_addf(&sql, "%s%s", i > 1 ? ", " : "",
-			       recon_writer_ph(w, i, ph, sizeof(ph)));
-	recon_buf_adds(&sql, ")");
-	{
-		const char *icol = "idem_key";
-		on_conflict(w, &sql, &icol, 1);
-	}
-	{
-		const char *ip[4] = {idem, "recon_replay", "done",
-				     *affected > 0 ? "inserted" : "already present"};
-		if ((rc = w->ops->exec(w, sql.s, ip, 4, &idem_affected, err)) < 0)
-			goto rollback;
-	}
-	if ((rc = w->ops->commit(w, err)) < 0)
-		goto rollback;
-	goto out;
-rollback:
-	w->ops->rollback(w);
+	if ((rc = recon_writer_exec(w, r.sql.s, r.params, r.np, affected, err)) < 0 ||
+	    (*affected == 0 && w->backend->upsert == RECON_WRITER_UPSERT_DUPLICATE_KEY &&
+	     (rc = confirm_present(w, job, r.params, r.keycols, r.insert, r.np, key, affected,
+				   err)) < 0) ||
+	    (rc = record_idem(w, job, key, *affected > 0, err)) < 0 ||
+	    (rc = recon_writer_commit(w, err)) < 0)
+		recon_writer_rollback(w);
 out:
-	for (size_t i = 0; i < nv; i++)
-		free(rendered[i]);
-	free(parts);
-	free(insert);
-	recon_buf_release(&sql);
-	recon_buf_release(&vals);
+	replay_stmt_release(&r);
 	return rc;
 }

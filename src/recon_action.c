@@ -34,39 +34,6 @@ const char *recon_action_outcome_name(enum recon_action_outcome o)
 	return (unsigned)o < RECON_OUT__COUNT ? outcome_names[o] : "?";
 }
 
-const struct recon_writer_ops *recon_writer_ops_for(const char *backend)
-{
-	static const struct recon_writer_ops *const writers[] = {
-	    &recon_writer_sqlite,
-#ifdef RECON_HAVE_POSTGRES
-	    &recon_writer_postgres,
-#endif
-#ifdef RECON_HAVE_MYSQL
-	    &recon_writer_mysql,
-#endif
-	    NULL,
-	};
-
-	for (size_t i = 0; writers[i]; i++)
-		if (!strcmp(writers[i]->kind, backend))
-			return writers[i];
-	return NULL;
-}
-
-const char *recon_writer_ph(const struct recon_writer *w, int i, char *buf, size_t size)
-{
-	if (!strcmp(w->ops->kind, "postgres"))
-		snprintf(buf, size, "$%d", i);
-	else
-		snprintf(buf, size, "?");
-	return buf;
-}
-
-char recon_writer_quote(const struct recon_writer *w)
-{
-	return !strcmp(w->ops->kind, "mysql") ? '`' : '"';
-}
-
 const char *recon_action_replay_refusal(const struct recon_diff *d)
 {
 	if (d->up.conflict)
@@ -163,7 +130,8 @@ struct actx {
 	const struct recon_record *rec;
 	int64_t run_id, now;
 	bool dry_run;
-	struct recon_writer *w; /* opened on first use */
+	const struct recon_writer_backend *backend; /* NULL: nothing to write to */
+	struct recon_writer *w;			    /* opened on first use */
 	bool writer_tried;
 	int writer_rc;
 	struct recon_err writer_err;
@@ -205,8 +173,7 @@ static void state_flush(struct actx *a)
 /* True when the next writer action may call the writer database. */
 static bool remote(const struct actx *a)
 {
-	return recon_writer_ops_for(a->job->local.backend->name) &&
-	       (!a->writer_tried || a->writer_rc == 0);
+	return a->backend && (!a->writer_tried || a->writer_rc == 0);
 }
 
 /* Before a state store write: joins the open transaction, or opens one. */
@@ -263,21 +230,18 @@ static int attempt_once(void *arg, struct recon_err *err)
 
 static int writer(struct actx *a, struct recon_err *err)
 {
-	const struct recon_writer_ops *ops;
-
 	if (a->writer_tried) {
 		if (a->writer_rc < 0)
 			*err = a->writer_err;
 		return a->writer_rc;
 	}
 	a->writer_tried = true;
-	ops = recon_writer_ops_for(a->job->local.backend->name);
-	if (!ops) {
+	if (!a->backend) {
 		a->writer_rc = RECON_ENOTFOUND; /* nothing to write to: actions skipped */
 		return a->writer_rc;
 	}
 	recon_err_init(&a->writer_err);
-	a->writer_rc = ops->open(&a->w, a->job, &a->writer_err);
+	a->writer_rc = recon_writer_open(&a->w, a->backend, a->job, &a->writer_err);
 	if (a->writer_rc < 0) {
 		*err = a->writer_err;
 	} else {
@@ -530,23 +494,34 @@ static void sync_tickets(struct actx *a)
 	}
 }
 
+/* The writer of the job, found by its local side's backend: the one place that looks it up. */
+static void actx_init(struct actx *a, const struct recon_job *job, struct recon_state *st)
+{
+	memset(a, 0, sizeof(*a));
+	a->job = job;
+	a->st = st;
+	a->backend = recon_writer_find(job->local.backend->name);
+}
+
+/* Closes the writer; the first failure, if any, into err. */
+static int actx_release(struct actx *a, struct recon_err *err)
+{
+	recon_writer_close(a->w);
+	a->w = NULL;
+	if (!a->first.code)
+		return 0;
+	*err = a->first;
+	return a->first.code;
+}
+
 int recon_actions_sync_tickets(const struct recon_job *job, struct recon_state *st,
 			       struct recon_err *err)
 {
 	struct actx a;
-	int rc = 0;
 
-	memset(&a, 0, sizeof(a));
-	a.job = job;
-	a.st = st;
+	actx_init(&a, job, st);
 	sync_tickets(&a);
-	if (a.w)
-		a.w->ops->close(a.w);
-	if (a.first.code) {
-		*err = a.first;
-		rc = a.first.code;
-	}
-	return rc;
+	return actx_release(&a, err);
 }
 
 /*
@@ -593,115 +568,117 @@ char *recon_action_counts_json(const struct recon_action_counts *c)
 	return s ? s : recon_xstrdup("{}");
 }
 
+/*
+ * The circuit breaker, before difference i: after `breaker` actions in a row
+ * failed on an unavailable writer (each after its retries), the rest would
+ * only fail the same way, seconds each. Stop; the run fails with exit 69,
+ * moves no watermark, and the next run acts on them all again
+ * (idempotently).
+ */
+static bool breaker_tripped(struct actx *a, size_t i)
+{
+	const size_t n = a->rec->n;
+	char buf[512];
+
+	if (a->job->actions.breaker <= 0 || a->unavailable < a->job->actions.breaker)
+		return false;
+	recon_err_init(&a->first);
+	recon_err_set(&a->first, RECON_EUNAVAIL, NULL,
+		      "actions stopped after %lld in a row failed on an unavailable writer; %zu "
+		      "of %zu differences left for the next run (last: %s)",
+		      (long long)a->unavailable, n - i, n,
+		      recon_err_str(&a->last, buf, sizeof(buf)));
+	return true;
+}
+
+/* stuck: the outbox re-push, then the guarded transition when the job has one. */
+static void stuck(struct actx *a, struct attempt *t)
+{
+	const char *to = a->job->actions.transition_to;
+
+	t->kind = RECON_ACT_REPUSH;
+	writer_action(a, t);
+	if (!to)
+		return;
+	/* only toward the status upstream reports: never mark a revoked or refunded order as paid
+	 */
+	t->kind = RECON_ACT_TRANSITION;
+	if (recon_map_get(&a->job->local.status_map, to, strlen(to)) == (int)t->d->up.status)
+		writer_action(a, t);
+	else
+		note(a, t->key, t->klass, RECON_ACT_TRANSITION, RECON_OUT_SKIPPED, 0, NULL);
+}
+
+/* The actions of one difference (the DESIGN classification table). */
+static void act(struct actx *a, const struct recon_diff *d, const char *json)
+{
+	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
+	const char *klass = recon_class_name(d->klass);
+	struct attempt t = {a, d, key, klass, NULL, json, RECON_ACT_REPLAY, 0, 0};
+
+	recon_key_display(d->key, d->key_len, key, sizeof(key));
+	switch (d->klass) {
+	case RECON_CLASS_MISSING:
+		if (!d->up.conflict && d->up.amount == 0 && d->up.refunded > 0)
+			/* refund-only: its payment was in an earlier statement, so the order
+			   amount is unknown; a person has to look */
+			ticket(a, d, key, klass, "normal", json);
+		else if (recon_action_replay_refusal(d))
+			refuse(a, d, key, klass, json);
+		else
+			writer_action(a, &t);
+		break;
+	case RECON_CLASS_STUCK:
+		stuck(a, &t);
+		break;
+	case RECON_CLASS_AMOUNT_MISMATCH:
+		ticket(a, d, key, klass, "critical", json);
+		alert(a, d, key);
+		break;
+	default: /* extra, status_mismatch, duplicate */
+		ticket(a, d, key, klass, "normal", json);
+		break;
+	}
+}
+
+/* After the last difference: tickets synced, the counts recorded with the run. */
+static void finish(struct actx *a)
+{
+	struct recon_err e;
+	char *cj;
+
+	state_flush(a);
+	if (!a->dry_run)
+		sync_tickets(a);
+	if (a->replays_not_tried)
+		recon_log(RECON_LOG_ERROR,
+			  "%llu more replay(s) not tried: each would fail as the first did",
+			  (unsigned long long)a->replays_not_tried);
+	cj = recon_action_counts_json(a->counts);
+	recon_err_init(&e);
+	if (recon_state_run_actions(a->st, a->run_id, cj, a->counts->retries, &e) < 0 &&
+	    !a->first.code)
+		a->first = e;
+	free(cj);
+}
+
 int recon_actions_run(const struct recon_job *job, struct recon_state *st,
 		      const struct recon_record *rec, bool dry_run,
 		      struct recon_action_counts *counts, struct recon_err *err)
 {
-	const struct recon_diff *diffs = rec->diffs;
-	char *const *json = rec->json;
-	const size_t n = rec->n;
-	const int64_t run_id = rec->run_id, now = rec->now;
 	struct actx a;
-	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
-	char *cj;
-	int rc = 0;
 
 	memset(counts, 0, sizeof(*counts));
-	memset(&a, 0, sizeof(a));
-	a.job = job;
-	a.st = st;
+	actx_init(&a, job, st);
 	a.rec = rec;
-	a.run_id = run_id;
-	a.now = now;
+	a.run_id = rec->run_id;
+	a.now = rec->now;
 	a.dry_run = dry_run || !job->actions.enabled;
 	a.counts = counts;
-	recon_retry_policy_init(&a.retry, (uint64_t)now ^ ((uint64_t)run_id << 32));
+	recon_retry_policy_init(&a.retry, (uint64_t)rec->now ^ ((uint64_t)rec->run_id << 32));
 	a.retry.max_attempts = (int)job->actions.attempts;
-	for (size_t i = 0; i < n; i++) {
-		/*
-		 * The circuit breaker: after `breaker` actions in a row failed on an
-		 * unavailable writer (each after its retries), the rest would only
-		 * fail the same way, seconds each. Stop; the run fails with exit 69,
-		 * moves no watermark, and the next run acts on them all again
-		 * (idempotently).
-		 */
-		if (job->actions.breaker > 0 && a.unavailable >= job->actions.breaker) {
-			char buf[512];
-			recon_err_init(&a.first);
-			recon_err_set(
-			    &a.first, RECON_EUNAVAIL, NULL,
-			    "actions stopped after %lld in a row failed on an unavailable "
-			    "writer; %zu of %zu differences left for the next run (last: "
-			    "%s)",
-			    (long long)a.unavailable, n - i, n,
-			    recon_err_str(&a.last, buf, sizeof(buf)));
-			break;
-		}
-		const struct recon_diff *d = &diffs[i];
-		const char *klass = recon_class_name(d->klass);
-		struct attempt t = {&a, d, key, klass, NULL, json[i], RECON_ACT_REPLAY, 0, 0};
-
-		recon_key_display(d->key, d->key_len, key, sizeof(key));
-		switch (d->klass) {
-		case RECON_CLASS_MISSING:
-			if (!d->up.conflict && d->up.amount == 0 && d->up.refunded > 0) {
-				/* refund-only: its payment was in an earlier statement, so the
-				   order amount is unknown; a person has to look */
-				ticket(&a, d, key, klass, "normal", json[i]);
-				break;
-			}
-			if (recon_action_replay_refusal(d)) {
-				refuse(&a, d, key, klass, json[i]);
-				break;
-			}
-			writer_action(&a, &t);
-			break;
-		case RECON_CLASS_STUCK:
-			t.kind = RECON_ACT_REPUSH;
-			writer_action(&a, &t);
-			if (job->actions.transition_to) {
-				/* only toward the status upstream reports: never mark a revoked
-				   or refunded order as paid */
-				const char *to = job->actions.transition_to;
-				t.kind = RECON_ACT_TRANSITION;
-				if (recon_map_get(&job->local.status_map, to, strlen(to)) ==
-				    (int)d->up.status)
-					writer_action(&a, &t);
-				else
-					note(&a, key, klass, RECON_ACT_TRANSITION,
-					     RECON_OUT_SKIPPED, 0, NULL);
-			}
-			break;
-		case RECON_CLASS_AMOUNT_MISMATCH:
-			ticket(&a, d, key, klass, "critical", json[i]);
-			alert(&a, d, key);
-			break;
-		default: /* extra, status_mismatch, duplicate */
-			ticket(&a, d, key, klass, "normal", json[i]);
-			break;
-		}
-	}
-	state_flush(&a);
-	if (!a.dry_run)
-		sync_tickets(&a);
-	if (a.replays_not_tried)
-		recon_log(RECON_LOG_ERROR,
-			  "%llu more replay(s) not tried: each would fail as the first did",
-			  (unsigned long long)a.replays_not_tried);
-	cj = recon_action_counts_json(counts);
-	{
-		struct recon_err e;
-		recon_err_init(&e);
-		if (recon_state_run_actions(st, run_id, cj, counts->retries, &e) < 0 &&
-		    !a.first.code)
-			a.first = e;
-	}
-	free(cj);
-	if (a.w)
-		a.w->ops->close(a.w);
-	if (a.first.code) {
-		*err = a.first;
-		rc = a.first.code;
-	}
-	return rc;
+	for (size_t i = 0; i < rec->n && !breaker_tripped(&a, i); i++)
+		act(&a, &rec->diffs[i], rec->json[i]);
+	finish(&a);
+	return actx_release(&a, err);
 }

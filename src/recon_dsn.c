@@ -22,30 +22,12 @@ void recon_dsn_mysql_init(struct recon_dsn_mysql *d)
 	memset(d, 0, sizeof(*d));
 }
 
-/* Zeroes n bytes and frees: passwords do not linger in freed memory. */
-static void wipe_n(char *s, size_t n)
-{
-	volatile char *p = s; /* volatile keeps the stores */
-
-	if (!s)
-		return;
-	while (n--)
-		*p++ = 0;
-	free(s);
-}
-
-static void wipe(char *s)
-{
-	if (s)
-		wipe_n(s, strlen(s));
-}
-
 void recon_dsn_mysql_release(struct recon_dsn_mysql *d)
 {
 	if (!d)
 		return;
 	free(d->user);
-	wipe(d->password);
+	recon_mem_free_secret(d->password);
 	free(d->host);
 	free(d->db);
 	free(d->socket);
@@ -86,7 +68,8 @@ static char *decode(const char *s, size_t n)
 	*o = '\0';
 	return out;
 bad:
-	wipe_n(out, n + 1);
+	recon_mem_wipe(out, n + 1);
+	free(out);
 	return NULL;
 }
 

@@ -53,6 +53,24 @@ char *recon_xstrndup(const char *s, size_t n)
 	return p;
 }
 
+void recon_mem_wipe(void *p, size_t n)
+{
+	volatile unsigned char *v =
+	    p; /* volatile: the compiler keeps stores to memory freed next */
+
+	if (!v)
+		return;
+	while (n--)
+		*v++ = 0;
+}
+
+void recon_mem_free_secret(char *s)
+{
+	if (s)
+		recon_mem_wipe(s, strlen(s));
+	free(s);
+}
+
 size_t recon_st_mult(size_t a, size_t b)
 {
 	if (b && a > SIZE_MAX / b) {

@@ -609,12 +609,7 @@ static void my_close(struct recon_source *src)
 	free(s->many_len);
 	for (unsigned i = 0; i < RECON_COL__COUNT; i++)
 		free(s->cols[i].buf);
-	if (s->secret) {
-		volatile char *p = s->secret;
-		while (*p)
-			*p++ = 0;
-		free(s->secret);
-	}
+	recon_mem_free_secret(s->secret);
 	free(s);
 }
 

@@ -741,12 +741,7 @@ static void pg_close(struct recon_source *src)
 	PQclear(s->first);
 	/* ends the session; the read-only transaction rolls back with it */
 	PQfinish(s->conn);
-	if (s->secret) {
-		volatile char *p = s->secret;
-		while (*p)
-			*p++ = 0;
-		free(s->secret);
-	}
+	recon_mem_free_secret(s->secret);
 	recon_buf_release(&s->scratch);
 	free(s);
 }

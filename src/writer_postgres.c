@@ -1,6 +1,7 @@
 /*
  * PostgreSQL writer (libpq): the read-write connection compensations go
- * through (recon_action.h, struct recon_writer_ops).
+ * through (recon_writer.h). Dialect: $1 placeholders, "quoted" identifiers,
+ * INSERT ... ON CONFLICT (key) DO NOTHING.
  *
  * The DSN comes from the variable actions.writer_dsn_env names (the local
  * side's dsn_env when the job names none) and goes to libpq whole, as in
@@ -25,9 +26,8 @@
  *   RECON_EINPUT  anything else (constraint violations the SQL's own
  *                 ON CONFLICT does not swallow, data errors), with the first
  *                 line of the server's message.
- * A failure inside a transaction poisons it: later exec() calls and commit()
- * return that failure (commit() rolls back), so a partial transaction can
- * never commit; the caller rolls back and retries the whole transaction.
+ * A failure inside a transaction poisons it (recon_writer.c): a partial
+ * transaction never commits; the caller rolls back and retries it whole.
  *
  * Messages name "postgres host/db" at most: the DSN and its password never
  * appear (recon_dsn_first_line() scrubs the password out of server text).
@@ -44,12 +44,12 @@
 
 #include <libpq-fe.h>
 
-#include "recon_action.h"
 #include "recon_dsn.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_time.h"
+#include "recon_writer.h"
 
 #define CONNECT_TIMEOUT "10"
 #define IO_TIMEOUT_MS	((int64_t)60000) /* actions.timeout overrides it */
@@ -57,27 +57,12 @@
 struct pg_writer {
 	struct recon_writer base;
 	PGconn *conn;
-	char *secret;	  /* the DSN's password, scrubbed from messages; wiped at close */
-	char where[160];  /* "postgres host/db" */
-	char zone[64];	  /* the session TimeZone value */
-	bool lost;	  /* the connection dropped: re-established by the next call */
-	bool in_tx;	  /* between begin() and commit()/rollback() */
-	int tx_failed;	  /* the first failure inside the transaction, or 0 */
-	char tx_msg[256]; /* its message, repeated by later calls */
-	int64_t io_ms;	  /* how long a call may wait for the server (actions.timeout, 60 s) */
-	bool timed_out;	  /* the last call got no answer in time: the connection is dropped */
+	char *secret;	/* the DSN's password, scrubbed from messages; wiped at close */
+	char zone[64];	/* the session TimeZone value */
+	bool lost;	/* the connection dropped: re-established by the next call */
+	int64_t io_ms;	/* how long a call may wait for the server (actions.timeout, 60 s) */
+	bool timed_out; /* the last call got no answer in time: the connection is dropped */
 };
-
-static void wipe(char *s)
-{
-	volatile char *p = s; /* volatile keeps the stores */
-
-	if (!s)
-		return;
-	while (*p)
-		*p++ = 0;
-	free(s);
-}
 
 /* Server notices ("there is no transaction in progress") go to the debug log, not stderr. */
 static void notice(void *arg, const char *msg)
@@ -86,7 +71,7 @@ static void notice(void *arg, const char *msg)
 	char line[200];
 
 	recon_dsn_first_line(msg, w->secret, line, sizeof(line));
-	recon_log(RECON_LOG_DEBUG, "%s: %s", w->where, line);
+	recon_log(RECON_LOG_DEBUG, "%s: %s", w->base.where, line);
 }
 
 /* Records code with "<what>: <first line of msg>" (or the line alone), password scrubbed. */
@@ -97,8 +82,8 @@ static int fail(struct pg_writer *w, struct recon_err *err, int code, const char
 
 	recon_dsn_first_line(msg && *msg ? msg : "connection lost", w->secret, line, sizeof(line));
 	if (what)
-		return recon_err_set(err, code, w->where, "%s: %s", what, line);
-	return recon_err_set(err, code, w->where, "%s", line);
+		return recon_err_set(err, code, w->base.where, "%s: %s", what, line);
+	return recon_err_set(err, code, w->base.where, "%s", line);
 }
 
 /* The server's primary message for res, else libpq's. */
@@ -115,17 +100,29 @@ static const char *res_msg(struct pg_writer *w, const PGresult *res)
 	return m;
 }
 
-/* True when a failed call left the connection unusable. */
-static bool conn_lost(struct pg_writer *w, const char *state)
+/* SQLSTATE of a failure that ends the session: class 08 but 08P01, 57P01-57P03 shutdowns. */
+static bool lost_state(const char *state)
 {
-	if (w->timed_out || PQstatus(w->conn) == CONNECTION_BAD)
-		return true;
 	if (!state)
 		return false;
 	/* 08P01 protocol_violation also reports a bad parameter count: the session is fine */
 	if (!strncmp(state, "08", 2) && strcmp(state, "08P01") != 0)
 		return true;
 	return !strcmp(state, "57P01") || !strcmp(state, "57P02") || !strcmp(state, "57P03");
+}
+
+/* 40001 serialization_failure, 40P01 deadlock, 55P03 lock_not_available, a lost session. */
+static bool pg_transient(long code, const char *state)
+{
+	(void)code;
+	return lost_state(state) || (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
+					       !strcmp(state, "55P03")));
+}
+
+/* True when a failed call left the connection unusable. */
+static bool conn_lost(struct pg_writer *w, const char *state)
+{
+	return w->timed_out || PQstatus(w->conn) == CONNECTION_BAD || lost_state(state);
 }
 
 /*
@@ -142,8 +139,7 @@ static int fail_res(struct pg_writer *w, struct recon_err *err, const char *what
 	if (conn_lost(w, state)) {
 		w->lost = true;
 		code = RECON_ERETRY;
-	} else if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
-			     !strcmp(state, "55P03"))) {
+	} else if (pg_transient(0, state)) {
 		code = RECON_ERETRY;
 	} else if (state && !strcmp(state, "42501")) {
 		code = RECON_EPERM; /* insufficient_privilege: a grant is missing */
@@ -155,16 +151,6 @@ static int fail_res(struct pg_writer *w, struct recon_err *err, const char *what
 		code = RECON_ECONFIG;
 	}
 	return fail(w, err, code, what, res_msg(w, res));
-}
-
-/* A failure inside a transaction: remembered, so that commit() cannot succeed. */
-static int tx_fail(struct pg_writer *w, int rc, const struct recon_err *err)
-{
-	if (w->in_tx && !w->tx_failed) {
-		w->tx_failed = rc;
-		snprintf(w->tx_msg, sizeof(w->tx_msg), "%s", err->msg);
-	}
-	return rc;
 }
 
 /*
@@ -272,7 +258,7 @@ static int ensure_conn(struct pg_writer *w, struct recon_err *err)
 {
 	if (!w->lost)
 		return 0;
-	if (w->in_tx)
+	if (w->base.in_tx)
 		return fail(w, err, RECON_ERETRY, NULL,
 			    "the connection was lost inside a transaction: roll back and retry");
 	PQreset(w->conn);
@@ -281,7 +267,7 @@ static int ensure_conn(struct pg_writer *w, struct recon_err *err)
 	w->lost = false;
 	if (session_setup(w, RECON_ERETRY, err) < 0)
 		return err->code;
-	recon_log(RECON_LOG_INFO, "%s: writer connection re-established", w->where);
+	recon_log(RECON_LOG_INFO, "%s: writer connection re-established", w->base.where);
 	return 0;
 }
 
@@ -293,7 +279,7 @@ static void pg_close(struct recon_writer *base)
 		return;
 	/* ends the session; an open transaction rolls back with it */
 	PQfinish(w->conn);
-	wipe(w->secret);
+	recon_mem_free_secret(w->secret);
 	free(w);
 }
 
@@ -309,14 +295,14 @@ static int pg_open(struct recon_writer **out, const struct recon_job *job, struc
 	char *perr = NULL;
 	int rc = 0;
 
-	w->base.ops = &recon_writer_postgres;
+	w->base.backend = &recon_writer_postgres;
 	w->base.job = job;
 	w->io_ms = job->actions.timeout_ms > 0 ? job->actions.timeout_ms : IO_TIMEOUT_MS;
 	if (!var) {
 		var = job->local.dsn_env;
 		field = "local.dsn_env";
 	}
-	snprintf(w->where, sizeof(w->where), "postgres '%s'", var ? var : "");
+	snprintf(w->base.where, sizeof(w->base.where), "postgres '%s'", var ? var : "");
 	zone_value(job->local.tz, w->zone, sizeof(w->zone));
 	dsn = var ? getenv(var) : NULL;
 	if (!dsn || !*dsn) {
@@ -340,10 +326,11 @@ static int pg_open(struct recon_writer **out, const struct recon_job *job, struc
 	vals[2] = dsn;
 	w->conn = PQconnectdbParams(kw, vals, 1);
 	if (!w->conn) {
-		rc = recon_err_set(err, RECON_EUNAVAIL, w->where, "cannot connect: out of memory");
+		rc = recon_err_set(err, RECON_EUNAVAIL, w->base.where,
+				   "cannot connect: out of memory");
 		goto out;
 	}
-	snprintf(w->where, sizeof(w->where), "postgres %s/%s",
+	snprintf(w->base.where, sizeof(w->base.where), "postgres %s/%s",
 		 PQhost(w->conn) && *PQhost(w->conn) ? PQhost(w->conn) : "localhost",
 		 PQdb(w->conn) ? PQdb(w->conn) : "?");
 	PQsetNoticeProcessor(w->conn, notice, w);
@@ -380,18 +367,10 @@ static int pg_begin(struct recon_writer *base, struct recon_err *err)
 	PGresult *res = NULL;
 	int rc;
 
-	if (w->in_tx)
-		return recon_err_set(err, RECON_EINTERNAL, w->where,
-				     "begin inside a transaction (commit or roll back first)");
 	if ((rc = ensure_conn(w, err)) < 0)
 		return rc;
 	rc = simple(w, "BEGIN", &res, err);
 	PQclear(res);
-	if (rc == 0) {
-		w->in_tx = true;
-		w->tx_failed = 0;
-		w->tx_msg[0] = '\0';
-	}
 	return rc;
 }
 
@@ -400,12 +379,9 @@ static void pg_rollback(struct recon_writer *base)
 	struct pg_writer *w = (struct pg_writer *)base;
 	PGresult *res;
 
-	if (!w || !w->in_tx)
-		return;
-	w->in_tx = false;
-	w->tx_failed = 0;
 	if (w->lost) /* the transaction went with the connection */
 		return;
+	/* after a failed COMMIT the server has ended it: a notice, nothing else */
 	res = call(w, "ROLLBACK", 0, NULL);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK &&
 	    (w->timed_out || PQstatus(w->conn) == CONNECTION_BAD))
@@ -419,24 +395,12 @@ static int pg_commit(struct recon_writer *base, struct recon_err *err)
 	PGresult *res = NULL;
 	int rc;
 
-	if (!w->in_tx)
-		return recon_err_set(err, RECON_EINTERNAL, w->where,
-				     "commit outside a transaction");
-	if (w->tx_failed) {
-		rc = w->tx_failed;
-		recon_err_set(err, rc, w->where, "transaction rolled back: %s", w->tx_msg);
-		pg_rollback(base);
-		return rc;
-	}
 	rc = simple(w, "COMMIT", &res, err);
 	/* COMMIT of a transaction the server already aborted answers ROLLBACK */
 	if (rc == 0 && strcmp(PQcmdStatus(res), "COMMIT") != 0)
-		rc = recon_err_set(err, RECON_ERETRY, w->where,
+		rc = recon_err_set(err, RECON_ERETRY, w->base.where,
 				   "the server rolled the transaction back");
 	PQclear(res);
-	/* after COMMIT, failed or not, no transaction is open */
-	w->in_tx = false;
-	w->tx_failed = 0;
 	return rc;
 }
 
@@ -450,16 +414,12 @@ static int pg_exec(struct recon_writer *base, const char *sql, const char *const
 	int rc = 0;
 
 	*affected = 0;
-	if (w->in_tx && w->tx_failed)
-		return recon_err_set(err, w->tx_failed, w->where,
-				     "a statement earlier in the transaction failed: %s",
-				     w->tx_msg);
 	if ((rc = ensure_conn(w, err)) < 0)
-		return tx_fail(w, rc, err);
+		return rc;
 	res = call(w, sql, n, params);
 	st = PQresultStatus(res);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		rc = tx_fail(w, fail_res(w, err, NULL, res), err);
+		rc = fail_res(w, err, NULL, res);
 		goto out;
 	}
 	tuples = PQcmdTuples(res);
@@ -475,15 +435,20 @@ static int pg_time_param(struct recon_writer *base, int64_t utc_ms, char *buf, s
 	struct pg_writer *w = (struct pg_writer *)base;
 
 	if (size < 25)
-		return recon_err_set(err, RECON_EINTERNAL, w->where, "time buffer too small");
+		return recon_err_set(err, RECON_EINTERNAL, w->base.where, "time buffer too small");
 	/* the session TimeZone turns the instant into the column's wall clock */
 	recon_time_format_utc(utc_ms, buf, size);
 	*wrap = "%s::timestamptz";
 	return 0;
 }
 
-const struct recon_writer_ops recon_writer_postgres = {
-    .kind = "postgres",
+const struct recon_writer_backend recon_writer_postgres = {
+    .name = "postgres",
+    .flags = RECON_WRITER_DSN,
+    .placeholder = RECON_WRITER_PH_DOLLAR,
+    .quote = '"',
+    .upsert = RECON_WRITER_UPSERT_CONFLICT,
+    .transient = pg_transient,
     .open = pg_open,
     .begin = pg_begin,
     .commit = pg_commit,

@@ -1,6 +1,7 @@
 /*
  * MySQL / MariaDB writer (MariaDB Connector/C): the read-write connection
- * compensations go through (recon_action.h, struct recon_writer_ops).
+ * compensations go through (recon_writer.h). Dialect: ? placeholders,
+ * `quoted` identifiers, INSERT ... ON DUPLICATE KEY UPDATE k = k.
  *
  * The DSN is a mysql:// (or mariadb://) URI from the variable
  * actions.writer_dsn_env names (the local side's dsn_env when the job names
@@ -31,10 +32,10 @@
  *   RECON_EINPUT  anything else (constraint violations ON DUPLICATE KEY does
  *                 not swallow, data errors), with the first line of the
  *                 server's message.
- * A failure inside a transaction poisons it: later exec() calls and commit()
- * return that failure (commit() rolls back). This matters on MySQL, where a
- * failed statement (or a 1205 lock wait timeout) rolls back only itself and
- * leaves the transaction open: a partial transaction never commits.
+ * A failure inside a transaction poisons it (recon_writer.c). This matters
+ * on MySQL, where a failed statement (or a 1205 lock wait timeout) rolls back
+ * only itself and leaves the transaction open: a partial transaction never
+ * commits.
  *
  * Messages name "mysql host/db" at most: the DSN and its password never
  * appear (recon_dsn_first_line() scrubs the password out of server text).
@@ -47,12 +48,12 @@
 
 #include <mysql.h>
 
-#include "recon_action.h"
 #include "recon_dsn.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_time.h"
+#include "recon_writer.h"
 
 /* MySQL 8's client library dropped my_bool for bool; Connector/C keeps it */
 #if !defined(MARIADB_PACKAGE_VERSION) && defined(LIBMYSQL_VERSION_ID) &&                           \
@@ -100,14 +101,10 @@ struct my_writer {
 	struct recon_dsn_mysql dsn; /* kept for reconnecting; the password wiped at close */
 	unsigned timeout;
 	unsigned io_timeout; /* seconds a read or write may wait for the server */
-	char where[160];     /* "mysql host/db" */
 	enum time_kind tk;
 	char time_type[32]; /* the column's DATA_TYPE, for messages */
 	int precision;	    /* fraction digits kept (0-3) */
 	bool lost;	    /* the connection dropped: re-established by the next call */
-	bool in_tx;
-	int tx_failed; /* the first failure inside the transaction, or 0 */
-	char tx_msg[256];
 	struct my_stmt cache[STMT_CACHE];
 	size_t ncache;
 	uint64_t tick;
@@ -127,8 +124,8 @@ static int fail(struct my_writer *w, struct recon_err *err, int code, const char
 	recon_dsn_first_line(msg && *msg ? msg : "connection lost", w->dsn.password, line,
 			     sizeof(line));
 	if (what)
-		return recon_err_set(err, code, w->where, "%s: %s", what, line);
-	return recon_err_set(err, code, w->where, "%s", line);
+		return recon_err_set(err, code, w->base.where, "%s: %s", what, line);
+	return recon_err_set(err, code, w->base.where, "%s", line);
 }
 
 static bool lost_errno(unsigned e)
@@ -136,6 +133,14 @@ static bool lost_errno(unsigned e)
 	return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_SERVER_LOST_EXTENDED ||
 	       e == ER_CONNECTION_KILLED || e == ER_SERVER_SHUTDOWN ||
 	       e == ER_CLIENT_INTERACTION_TIMEOUT;
+}
+
+/* 1205 lock wait timeout, 1213 deadlock, 1615 re-prepare, a lost connection. */
+static bool my_transient(long code, const char *state)
+{
+	(void)state;
+	return (code > 0 && lost_errno((unsigned)code)) || code == ER_LOCK_WAIT_TIMEOUT ||
+	       code == ER_LOCK_DEADLOCK || code == ER_NEED_REPREPARE;
 }
 
 /* Classifies error number e (message msg), records it and returns its code. */
@@ -147,7 +152,7 @@ static int fail_errno(struct my_writer *w, struct recon_err *err, const char *wh
 	if (lost_errno(e)) {
 		w->lost = true;
 		code = RECON_ERETRY;
-	} else if (e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK || e == ER_NEED_REPREPARE) {
+	} else if (my_transient(e, NULL)) {
 		code = RECON_ERETRY;
 	} else if (e == 1044 || e == 1142 || e == 1143 || e == 1227) {
 		/* ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_COLUMNACCESS_DENIED,
@@ -175,16 +180,6 @@ static int fail_stmt(struct my_writer *w, struct recon_err *err, MYSQL_STMT *st)
 	if (!e)
 		return fail_conn(w, err, NULL);
 	return fail_errno(w, err, NULL, e, mysql_stmt_error(st));
-}
-
-/* A failure inside a transaction: remembered, so that commit() cannot succeed. */
-static int tx_fail(struct my_writer *w, int rc, const struct recon_err *err)
-{
-	if (w->in_tx && !w->tx_failed) {
-		w->tx_failed = rc;
-		snprintf(w->tx_msg, sizeof(w->tx_msg), "%s", err->msg);
-	}
-	return rc;
 }
 
 static void cache_clear(struct my_writer *w)
@@ -222,7 +217,7 @@ static int connect_server(struct my_writer *w, int code, struct recon_err *err)
 	unsigned no_infile = 0;
 
 	if (!(w->conn = mysql_init(NULL)))
-		return recon_err_set(err, code, w->where, "cannot connect: out of memory");
+		return recon_err_set(err, code, w->base.where, "cannot connect: out of memory");
 	/* option files ([client]) still apply for what the DSN leaves out */
 	mysql_options(w->conn, MYSQL_READ_DEFAULT_GROUP, "client");
 	mysql_options(w->conn, MYSQL_OPT_CONNECT_TIMEOUT, &w->timeout);
@@ -253,7 +248,7 @@ static int ensure_conn(struct my_writer *w, struct recon_err *err)
 {
 	if (!w->lost)
 		return 0;
-	if (w->in_tx)
+	if (w->base.in_tx)
 		return fail(w, err, RECON_ERETRY, NULL,
 			    "the connection was lost inside a transaction: roll back and retry");
 	disconnect(w);
@@ -262,7 +257,7 @@ static int ensure_conn(struct my_writer *w, struct recon_err *err)
 		return err->code;
 	}
 	w->lost = false;
-	recon_log(RECON_LOG_INFO, "%s: writer connection re-established", w->where);
+	recon_log(RECON_LOG_INFO, "%s: writer connection re-established", w->base.where);
 	return 0;
 }
 
@@ -363,7 +358,7 @@ static int my_open(struct recon_writer **out, const struct recon_job *job, struc
 	const struct recon_dsn_mysql *d = &w->dsn;
 	int rc = 0;
 
-	w->base.ops = &recon_writer_mysql;
+	w->base.backend = &recon_writer_mysql;
 	w->base.job = job;
 	w->timeout = CONNECT_TIMEOUT_S;
 	recon_dsn_mysql_init(&w->dsn);
@@ -371,7 +366,7 @@ static int my_open(struct recon_writer **out, const struct recon_job *job, struc
 		var = job->local.dsn_env;
 		field = "local.dsn_env";
 	}
-	snprintf(w->where, sizeof(w->where), "mysql '%s'", var ? var : "");
+	snprintf(w->base.where, sizeof(w->base.where), "mysql '%s'", var ? var : "");
 	dsn = var ? getenv(var) : NULL;
 	if (!dsn || !*dsn) {
 		rc = recon_err_set(err, RECON_ECONFIG, NULL,
@@ -390,7 +385,7 @@ static int my_open(struct recon_writer **out, const struct recon_job *job, struc
 				    : (unsigned)((job->actions.timeout_ms + 999) / 1000);
 	if (d->read_timeout)
 		w->io_timeout = d->read_timeout;
-	snprintf(w->where, sizeof(w->where), "mysql %s/%s",
+	snprintf(w->base.where, sizeof(w->base.where), "mysql %s/%s",
 		 d->host ? d->host : (d->socket ? d->socket : "localhost"), d->db ? d->db : "?");
 	if ((rc = connect_server(w, RECON_EUNAVAIL, err)) < 0 || (rc = read_time_type(w, err)) < 0)
 		goto out;
@@ -452,7 +447,7 @@ static int run_stmt(struct my_writer *w, const char *sql, const char *const *par
 	if ((rc = get_stmt(w, sql, &st, err)) < 0)
 		return rc;
 	if (n < 0 || mysql_stmt_param_count(st) != (unsigned long)n)
-		return recon_err_set(err, RECON_EINTERNAL, w->where,
+		return recon_err_set(err, RECON_EINTERNAL, w->base.where,
 				     "statement takes %lu parameters, %d given",
 				     (unsigned long)mysql_stmt_param_count(st), n);
 	if ((size_t)n > w->nbinds) {
@@ -501,12 +496,8 @@ static int my_exec(struct recon_writer *base, const char *sql, const char *const
 	int rc;
 
 	*affected = 0;
-	if (w->in_tx && w->tx_failed)
-		return recon_err_set(err, w->tx_failed, w->where,
-				     "a statement earlier in the transaction failed: %s",
-				     w->tx_msg);
 	if ((rc = ensure_conn(w, err)) < 0 || (rc = run_stmt(w, sql, params, n, affected, err)) < 0)
-		return tx_fail(w, rc, err);
+		return rc;
 	return 0;
 }
 
@@ -525,25 +516,15 @@ static int my_begin(struct recon_writer *base, struct recon_err *err)
 	struct my_writer *w = (struct my_writer *)base;
 	int rc;
 
-	if (w->in_tx)
-		return recon_err_set(err, RECON_EINTERNAL, w->where,
-				     "begin inside a transaction (commit or roll back first)");
-	if ((rc = ensure_conn(w, err)) < 0 || (rc = simple(w, "START TRANSACTION", err)) < 0)
+	if ((rc = ensure_conn(w, err)) < 0)
 		return rc;
-	w->in_tx = true;
-	w->tx_failed = 0;
-	w->tx_msg[0] = '\0';
-	return 0;
+	return simple(w, "START TRANSACTION", err);
 }
 
 static void my_rollback(struct recon_writer *base)
 {
 	struct my_writer *w = (struct my_writer *)base;
 
-	if (!w || !w->in_tx)
-		return;
-	w->in_tx = false;
-	w->tx_failed = 0;
 	if (w->lost) /* the transaction went with the connection */
 		return;
 	if (mysql_real_query(w->conn, "ROLLBACK", 8) && lost_errno(mysql_errno(w->conn)))
@@ -552,25 +533,7 @@ static void my_rollback(struct recon_writer *base)
 
 static int my_commit(struct recon_writer *base, struct recon_err *err)
 {
-	struct my_writer *w = (struct my_writer *)base;
-	int rc;
-
-	if (!w->in_tx)
-		return recon_err_set(err, RECON_EINTERNAL, w->where,
-				     "commit outside a transaction");
-	if (w->tx_failed) {
-		rc = w->tx_failed;
-		recon_err_set(err, rc, w->where, "transaction rolled back: %s", w->tx_msg);
-		my_rollback(base);
-		return rc;
-	}
-	if ((rc = simple(w, "COMMIT", err)) < 0) {
-		/* leave no half-state behind: whatever is left of it rolls back */
-		my_rollback(base);
-		return rc;
-	}
-	w->in_tx = false;
-	return 0;
+	return simple((struct my_writer *)base, "COMMIT", err);
 }
 
 /* Wall clock wall_ms as "YYYY-MM-DD HH:MM:SS[.f{digits}]" (fraction truncated). */
@@ -606,7 +569,7 @@ static int my_time_param(struct recon_writer *base, int64_t utc_ms, char *buf, s
 	const struct recon_side *lo = &w->base.job->local;
 
 	if (size < 24)
-		return recon_err_set(err, RECON_EINTERNAL, w->where, "time buffer too small");
+		return recon_err_set(err, RECON_EINTERNAL, w->base.where, "time buffer too small");
 	*wrap = "%s";
 	/* a table created after open: look again */
 	if (w->tk == TK_MISSING && !w->lost && read_time_type(w, err) < 0)
@@ -627,21 +590,26 @@ static int my_time_param(struct recon_writer *base, int64_t utc_ms, char *buf, s
 			    size);
 		return 0;
 	case TK_UNSUPPORTED:
-		return recon_err_set(err, RECON_ECONFIG, w->where,
+		return recon_err_set(err, RECON_ECONFIG, w->base.where,
 				     "time column '%s' of table '%s' has an unsupported type "
 				     "(%s): use TIMESTAMP, DATETIME, DATE or text",
 				     lo->cols[RECON_COL_TIME], lo->table, w->time_type);
 	case TK_MISSING:
 		break;
 	}
-	return recon_err_set(err, RECON_ECONFIG, w->where,
+	return recon_err_set(err, RECON_ECONFIG, w->base.where,
 			     "time column '%s' of table '%s' not found in the writer's database",
 			     lo->cols[RECON_COL_TIME] ? lo->cols[RECON_COL_TIME] : "",
 			     lo->table ? lo->table : "");
 }
 
-const struct recon_writer_ops recon_writer_mysql = {
-    .kind = "mysql",
+const struct recon_writer_backend recon_writer_mysql = {
+    .name = "mysql",
+    .flags = RECON_WRITER_DSN,
+    .placeholder = RECON_WRITER_PH_QMARK,
+    .quote = '`',
+    .upsert = RECON_WRITER_UPSERT_DUPLICATE_KEY,
+    .transient = my_transient,
     .open = my_open,
     .begin = my_begin,
     .commit = my_commit,

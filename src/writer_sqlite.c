@@ -1,6 +1,8 @@
 /*
- * The SQLite writer: the local flow's own database file, opened read-write on
- * a connection of its own (the compare reads through a read-only one).
+ * The SQLite writer (recon_writer.h): the local flow's own database file,
+ * opened read-write on a connection of its own (the compare reads through a
+ * read-only one). Dialect: ? placeholders, "quoted" identifiers, INSERT ...
+ * ON CONFLICT (key) DO NOTHING.
  * SQLITE_BUSY and SQLITE_LOCKED are transient (another writer holds the
  * file); a NOT NULL, CHECK or foreign key failure or a missing column is a
  * table the job cannot fill (RECON_ECONFIG), a read-only file a missing
@@ -14,23 +16,31 @@
 
 #include <sqlite3.h>
 
-#include "recon_action.h"
 #include "recon_mem.h"
 #include "recon_time.h"
+#include "recon_writer.h"
 
 struct sqlite_writer {
 	struct recon_writer base;
 	sqlite3 *db;
 	char *path;
-	bool in_tx;
 };
+
+/* SQLITE_BUSY, SQLITE_LOCKED: another connection holds the file for now. */
+static bool sw_transient(long code, const char *state)
+{
+	long primary = code & 0xff;
+
+	(void)state;
+	return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
 
 static int classify(struct sqlite_writer *s, int code, const char *what, struct recon_err *err)
 {
 	int primary = code & 0xff;
 	int rc;
 
-	if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+	if (sw_transient(code, NULL))
 		rc = RECON_ERETRY;
 	else if (code == SQLITE_CONSTRAINT_NOTNULL || code == SQLITE_CONSTRAINT_CHECK ||
 		 code == SQLITE_CONSTRAINT_FOREIGNKEY || code == SQLITE_CONSTRAINT_TRIGGER)
@@ -44,7 +54,7 @@ static int classify(struct sqlite_writer *s, int code, const char *what, struct 
 		rc = RECON_ECONFIG; /* a missing table or column: the job and the schema disagree */
 	else
 		rc = RECON_EUNAVAIL;
-	return recon_err_set(err, rc, s->path, "%s: %s", what, sqlite3_errmsg(s->db));
+	return recon_err_set(err, rc, s->base.where, "%s: %s", what, sqlite3_errmsg(s->db));
 }
 
 static int sw_open(struct recon_writer **out, const struct recon_job *job, struct recon_err *err)
@@ -53,9 +63,10 @@ static int sw_open(struct recon_writer **out, const struct recon_job *job, struc
 	int rc = 0;
 
 	*out = NULL;
-	s->base.ops = &recon_writer_sqlite;
+	s->base.backend = &recon_writer_sqlite;
 	s->base.job = job;
 	s->path = recon_xstrdup(job->local.path);
+	snprintf(s->base.where, sizeof(s->base.where), "%s", s->path);
 	if (strchr(s->path, '{')) {
 		rc = recon_err_set(err, RECON_ECONFIG, "local.path",
 				   "a local SQLite path with {date} cannot take replays: name one "
@@ -92,30 +103,17 @@ static int sw_simple(struct sqlite_writer *s, const char *sql, struct recon_err 
 
 static int sw_begin(struct recon_writer *w, struct recon_err *err)
 {
-	struct sqlite_writer *s = (struct sqlite_writer *)w;
-	int rc = sw_simple(s, "BEGIN IMMEDIATE", err);
-
-	s->in_tx = rc == 0;
-	return rc;
+	return sw_simple((struct sqlite_writer *)w, "BEGIN IMMEDIATE", err);
 }
 
 static int sw_commit(struct recon_writer *w, struct recon_err *err)
 {
-	struct sqlite_writer *s = (struct sqlite_writer *)w;
-	int rc = sw_simple(s, "COMMIT", err);
-
-	if (rc == 0)
-		s->in_tx = false;
-	return rc;
+	return sw_simple((struct sqlite_writer *)w, "COMMIT", err);
 }
 
 static void sw_rollback(struct recon_writer *w)
 {
-	struct sqlite_writer *s = (struct sqlite_writer *)w;
-
-	if (s->in_tx)
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-	s->in_tx = false;
+	sqlite3_exec(((struct sqlite_writer *)w)->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 static int sw_exec(struct recon_writer *w, const char *sql, const char *const *params, int n,
@@ -164,14 +162,19 @@ static void sw_close(struct recon_writer *w)
 
 	if (!s)
 		return;
-	sw_rollback(w);
+	/* an open transaction rolls back with the connection */
 	sqlite3_close(s->db);
 	free(s->path);
 	free(s);
 }
 
-const struct recon_writer_ops recon_writer_sqlite = {
-    .kind = "sqlite",
+const struct recon_writer_backend recon_writer_sqlite = {
+    .name = "sqlite",
+    .flags = 0,
+    .placeholder = RECON_WRITER_PH_QMARK,
+    .quote = '"',
+    .upsert = RECON_WRITER_UPSERT_CONFLICT,
+    .transient = sw_transient,
     .open = sw_open,
     .begin = sw_begin,
     .commit = sw_commit,
