@@ -4,6 +4,14 @@
  * watermarks, heartbeats; schema migrations by PRAGMA user_version; and the
  * per-job run lock.
  *
+ * The only module that knows the state schema (sql/sqlite/state): the
+ * commands, the heartbeat and the daily report read through the queries at
+ * the end of this header. Files: recon_state.c (opening, migrations, lock,
+ * statement helpers), state_runs.c, state_items.c, state_tickets.c,
+ * state_query.c, sharing src/state_int.h. RECON_ENOTFOUND from a lookup (a
+ * run, a watermark, a date, a check) is an answer, not an error: err is left
+ * untouched (recon_state_open and recon_state_ticket_close set their message).
+ *
  * Invariants: a watermark never moves backwards (recon_state_success keeps
  * the larger value) and only over contiguous successful windows; one open
  * item per (job, mode, key); a ticket follows its item; every multi-row

@@ -13,6 +13,7 @@
 #include "dayreport_int.h"
 #include "recon_buf.h"
 #include "recon_money.h"
+#include "recon_report.h"
 #include "recon_time.h"
 
 void recon_dayreport_spill(struct w *w, bool all)
@@ -111,35 +112,6 @@ void recon_dayreport_side(const struct recon_dayreport *r, json_t *d, const char
 	snprintf(s->origin, sizeof(s->origin), "%s", slash ? slash + 1 : origin);
 }
 
-/* Length of the UTF-8 sequence at p (1-4), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0], cp;
-	size_t len;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3fu);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /*
  * Text made safe for the page: HTML (md false) escapes & < > " ', Markdown
  * escapes its table and emphasis characters; both turn control characters
@@ -151,7 +123,7 @@ void recon_dayreport_add_text(struct recon_buf *b, const char *s, bool md)
 	size_t n = strlen((const char *)p);
 
 	while (*p) {
-		size_t l = utf8_len(p, n);
+		size_t l = recon_report_utf8_len(p, n);
 		if (!l) {
 			recon_buf_adds(b, "\xef\xbf\xbd");
 			l = 1;
