@@ -20,14 +20,32 @@ static const char rejects_usage[] =
     "their origin (file:line or table), the field and the reason.\n"
     "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
-/* One reject in the format *fmt (the callback's argument). */
+/* The listing's format, and whether its header is out (once the store answered). */
+struct listing {
+	int fmt;
+	bool head;
+};
+
+static void head(struct listing *l)
+{
+	if (l->head)
+		return;
+	l->head = true;
+	if (l->fmt == RECON_REPORT_TABLE)
+		printf("%5s %-8s %-32s %-16s %s\n", "RUN", "SIDE", "ORIGIN", "FIELD", "REASON");
+	else if (l->fmt == RECON_REPORT_CSV)
+		printf("run_id,side,origin,field,reason,raw\n");
+}
+
+/* One reject in the listing's format. */
 static int reject_print(void *arg, int64_t run_id, const struct recon_reject *x)
 {
 	static const char *const names[] = {"side", "origin", "field", "reason", "raw"};
 	const char *col[] = {x->side, x->origin, x->field, x->reason, x->raw};
-	int fmt = *(const int *)arg;
+	int fmt = ((struct listing *)arg)->fmt;
 	long long r = run_id;
 
+	head(arg);
 	for (int i = 0; i < 5; i++)
 		col[i] = col[i] ? col[i] : "";
 	if (fmt == RECON_REPORT_TABLE) {
@@ -66,8 +84,9 @@ int recon_cmd_rejects(int argc, char **argv)
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
 	struct recon_err err;
+	struct listing out = {0, false};
 	int64_t run_id = 0;
-	int fmt, code = 0;
+	int code = 0;
 
 	recon_err_init(&err);
 	if ((code = recon_opt_start(argc, argv, opts, rejects_usage)) >= 0)
@@ -75,19 +94,17 @@ int recon_cmd_rejects(int argc, char **argv)
 	code = 0;
 	if (!job_path)
 		return recon_opt_missing("rejects", "--job FILE");
-	if (recon_cmd_parse_format("rejects", format, &fmt) ||
+	if (recon_cmd_parse_format("rejects", format, &out.fmt) ||
 	    recon_cmd_parse_run("rejects", run, &run_id))
 		return 64;
 	if (recon_cmd_open(job_path, partition, &job, &st, &err) < 0) {
 		code = recon_cmd_fail(&err);
 		goto out;
 	}
-	if (fmt == RECON_REPORT_TABLE)
-		printf("%5s %-8s %-32s %-16s %s\n", "RUN", "SIDE", "ORIGIN", "FIELD", "REASON");
-	else if (fmt == RECON_REPORT_CSV)
-		printf("run_id,side,origin,field,reason,raw\n");
-	if (recon_state_rejects(st, job->name, run_id, -1, reject_print, &fmt, &err) < 0)
+	if (recon_state_rejects(st, job->name, run_id, -1, reject_print, &out, &err) < 0)
 		code = recon_cmd_fail(&err);
+	else
+		head(&out);
 	if (fflush(stdout) != 0)
 		code = 1;
 out:

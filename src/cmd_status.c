@@ -97,7 +97,7 @@ static int add_recent(void *arg, const struct recon_state_run *r)
 static int status_json(struct recon_state *st, const struct recon_job *job, json_t *out,
 		       struct recon_err *err)
 {
-	json_t *modes = json_object(), *open = json_object(), *recent = json_array();
+	json_t *modes = json_object(), *open = json_object(), *recent;
 	int rc;
 
 	json_object_set_new(out, "job", json_string(job->name));
@@ -112,6 +112,7 @@ static int status_json(struct recon_state *st, const struct recon_job *job, json
 	    (rc = recon_state_open_counts(st, job->name, add_open, open, err)) < 0)
 		return rc;
 	recon_dayreport_stake_json(st, job->name, 0, out);
+	recent = json_array();
 	json_object_set_new(out, "recent_runs", recent);
 	return recon_state_recent_runs(st, job->name, 10, add_recent, recent, err);
 }

@@ -121,14 +121,35 @@ static void ticket_jsonl(const struct recon_ticket_row *t, const char *when, con
 	json_decref(o);
 }
 
-/* One ticket in the format *fmt (the callback's argument). */
+/* The listing's format, and whether its header is out (once the store answered). */
+struct listing {
+	int fmt;
+	bool head;
+};
+
+static void head(struct listing *l)
+{
+	if (l->head)
+		return;
+	l->head = true;
+	if (l->fmt == RECON_REPORT_TABLE)
+		printf("%-24s %-16s %-8s %-8s %5s %-20s %16s %16s  %s\n", "KEY", "CLASS",
+		       "SEVERITY", "STATUS", "RUN", "OPENED", "UPSTREAM", "LOCAL", "NEXT STEP");
+	else if (l->fmt == RECON_REPORT_CSV)
+		printf(
+		    "key,class,severity,status,opened_run,opened_at,last_seen_run,upstream,local,"
+		    "resolved_run,note,next_step\n");
+}
+
+/* One ticket in the listing's format. */
 static int ticket_print(void *arg, const struct recon_ticket_row *t)
 {
-	int fmt = *(const int *)arg;
+	int fmt = ((struct listing *)arg)->fmt;
 	json_t *d = json_loads(t->json, 0, NULL);
 	const char *step = strcmp(t->status, "open") ? "" : recon_dayreport_next_step(t->klass);
 	char when[40], up[64], lo[64];
 
+	head(arg);
 	recon_time_format_utc(t->opened_at, when, sizeof(when));
 	side_amount(d, "upstream", up, sizeof(up));
 	side_amount(d, "local", lo, sizeof(lo));
@@ -169,7 +190,8 @@ int recon_cmd_tickets(int argc, char **argv)
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
 	struct recon_err err;
-	int fmt, code = 0;
+	struct listing out = {0, false};
+	int code = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "close"))
 		return tickets_close(argc - 1, argv + 1);
@@ -179,21 +201,16 @@ int recon_cmd_tickets(int argc, char **argv)
 	code = 0;
 	if (!job_path)
 		return recon_opt_missing("tickets", "--job FILE");
-	if (recon_cmd_parse_format("tickets", format, &fmt))
+	if (recon_cmd_parse_format("tickets", format, &out.fmt))
 		return 64;
 	if (recon_cmd_open(job_path, partition, &job, &st, &err) < 0) {
 		code = recon_cmd_fail(&err);
 		goto out;
 	}
-	if (fmt == RECON_REPORT_TABLE)
-		printf("%-24s %-16s %-8s %-8s %5s %-20s %16s %16s  %s\n", "KEY", "CLASS",
-		       "SEVERITY", "STATUS", "RUN", "OPENED", "UPSTREAM", "LOCAL", "NEXT STEP");
-	else if (fmt == RECON_REPORT_CSV)
-		printf(
-		    "key,class,severity,status,opened_run,opened_at,last_seen_run,upstream,local,"
-		    "resolved_run,note,next_step\n");
-	if (recon_state_tickets_list(st, job->name, all, ticket_print, &fmt, &err) < 0)
+	if (recon_state_tickets_list(st, job->name, all, ticket_print, &out, &err) < 0)
 		code = recon_cmd_fail(&err);
+	else
+		head(&out);
 	if (fflush(stdout) != 0)
 		code = 1;
 out:
