@@ -175,16 +175,6 @@ int recon_state_int(struct recon_state *st, const struct recon_state_sql *sql,
 	return rc;
 }
 
-const char *recon_state_col_text(sqlite3_stmt *q, int i)
-{
-	return (const char *)sqlite3_column_text(q, i);
-}
-
-int64_t recon_state_col_int(sqlite3_stmt *q, int i, int64_t dflt)
-{
-	return sqlite3_column_type(q, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(q, i);
-}
-
 int recon_state_exec(struct recon_state *st, const char *sql, struct recon_err *err)
 {
 	char *msg = NULL;

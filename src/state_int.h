@@ -109,9 +109,4 @@ RECON_MUSTCHECK int recon_state_exec(struct recon_state *st, const char *sql,
 /* Ends a transaction begun with BEGIN IMMEDIATE: commits when rc is 0, else rolls back. */
 int recon_state_tx_end(struct recon_state *st, int rc, struct recon_err *err);
 
-/* Text column i, NULL when SQL NULL (borrowed until the next step). */
-const char *recon_state_col_text(sqlite3_stmt *q, int i);
-/* Integer column i, or dflt when SQL NULL. */
-int64_t recon_state_col_int(sqlite3_stmt *q, int i, int64_t dflt);
-
 #endif

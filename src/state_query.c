@@ -35,10 +35,16 @@ struct reader {
 	void *arg;
 };
 
+/* Integer column i, or dflt when SQL NULL. */
+static int64_t col_int(sqlite3_stmt *q, int i, int64_t dflt)
+{
+	return sqlite3_column_type(q, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(q, i);
+}
+
 /* Text column i, NULL when SQL NULL. */
 static const char *col(sqlite3_stmt *q, int i)
 {
-	return recon_state_col_text(q, i);
+	return (const char *)sqlite3_column_text(q, i);
 }
 
 /* ---- runs ------------------------------------------------------------------ */
@@ -69,8 +75,8 @@ static void run_at(sqlite3_stmt *q, int c, struct recon_state_run *r)
 	r->window_start = sqlite3_column_int64(q, c + 6);
 	r->window_end = sqlite3_column_int64(q, c + 7);
 	r->started_at = sqlite3_column_int64(q, c + 8);
-	r->finished_at = recon_state_col_int(q, c + 9, -1);
-	r->exit_code = recon_state_col_int(q, c + 10, -1);
+	r->finished_at = col_int(q, c + 9, -1);
+	r->exit_code = col_int(q, c + 10, -1);
 	for (int i = 0; i < 10; i++)
 		*n[i] = sqlite3_column_int64(q, c + 11 + i);
 	r->upstream_sha256 = col(q, c + 21);
