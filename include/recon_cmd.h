@@ -8,6 +8,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "recon_err.h"
+
+struct recon_job;
+struct recon_state;
 
 int recon_cmd_run(int argc, char **argv);      /* run, rerun */
 int recon_cmd_diff(int argc, char **argv);     /* diff */
@@ -47,5 +53,21 @@ int recon_opt_missing(const char *cmd, const char *what);
 
 /* Edit distance between two words of at most 64 bytes ((size_t)-1 beyond). */
 size_t recon_opt_distance(const char *a, const char *b);
+
+/* Logs err (one line, stderr) and returns its exit code. */
+int recon_cmd_fail(const struct recon_err *err);
+/* --format table|jsonl|csv: 0 with *fmt set, or 64 after saying why. */
+int recon_cmd_parse_format(const char *cmd, const char *format, int *fmt);
+/* --run ID|latest: 0 with *run_id set (0: latest), or 64 after saying why. */
+int recon_cmd_parse_run(const char *cmd, const char *run, int64_t *run_id);
+/*
+ * Loads the job, applies --partition (may be NULL) and opens its state store
+ * read-only. On failure *job stays set when the job itself loaded (the store
+ * is then what failed: RECON_ENOTFOUND when it does not exist). Caller frees
+ * both, whatever the outcome.
+ */
+RECON_MUSTCHECK int recon_cmd_open(const char *job_path, const char *partition,
+				   struct recon_job **job, struct recon_state **st,
+				   struct recon_err *err);
 
 #endif

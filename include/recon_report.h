@@ -47,6 +47,12 @@ RECON_MUSTCHECK int recon_report_print(FILE *out, enum recon_report_format fmt,
 void recon_report_csv_field(FILE *out, const char *s);
 
 /*
+ * Length of the UTF-8 sequence at p (1-4; n bytes left), 0 when it is not one
+ * (overlong forms, surrogates, beyond U+10FFFF, cut short).
+ */
+size_t recon_report_utf8_len(const unsigned char *p, size_t n);
+
+/*
  * Writes s, a name from input, for a terminal or a log: control characters
  * (C0, DEL, C1) as \xNN and '\' as "\\", so no escape sequence reaches the
  * terminal and no line break fakes a log line.

@@ -4,6 +4,14 @@
  * watermarks, heartbeats; schema migrations by PRAGMA user_version; and the
  * per-job run lock.
  *
+ * The only module that knows the state schema (sql/sqlite/state): the
+ * commands, the heartbeat and the daily report read through the queries at
+ * the end of this header. Files: recon_state.c (opening, migrations, lock,
+ * statement helpers), state_runs.c, state_items.c, state_tickets.c,
+ * state_query.c, sharing src/state_int.h. RECON_ENOTFOUND from a lookup (a
+ * run, a watermark, a date, a check) is an answer, not an error: err is left
+ * untouched (recon_state_open and recon_state_ticket_close set their message).
+ *
  * Invariants: a watermark never moves backwards (recon_state_success keeps
  * the larger value) and only over contiguous successful windows; one open
  * item per (job, mode, key); a ticket follows its item; every multi-row
@@ -236,7 +244,182 @@ RECON_MUSTCHECK int recon_state_run_actions(struct recon_state *st, int64_t run_
 					    const char *actions_json, uint64_t retries,
 					    struct recon_err *err);
 
-/* The raw SQLite handle, for read-only queries (cmd_query.c). Borrowed. */
+/* ---- read-only queries: the commands, the heartbeat, the daily report ----
+ *
+ * Each reads what one reader shows, as plain structs: one struct for a value,
+ * a callback per row for a list (its strings borrowed for the call; the
+ * callback returns < 0 to stop, and that is returned). Errors are RECON_EIO
+ * with "cannot read ...: <SQLite's message>".
+ */
+
+/* A run as recorded (NULL where nothing is recorded). */
+struct recon_state_run {
+	int64_t id;
+	const char *mode, *business_date, *outcome, *error;
+	bool dry_run;
+	int64_t window_start, window_end, started_at;
+	int64_t finished_at, exit_code; /* -1 while it runs */
+	int64_t rows_upstream, rows_local, rows_rejected, rows_skipped;
+	int64_t keys_compared, matched, differences, resolved, in_flight, awaiting;
+	const char *upstream_sha256, *local_sha256, *config_sha256;
+};
+typedef int (*recon_state_run_fn)(void *arg, const struct recon_state_run *r);
+/* One difference or open item line (the JSON a run printed for it). */
+typedef int (*recon_state_line_fn)(void *arg, const char *json);
+
+/*
+ * The latest successful run of the job (with date: of that business day and
+ * mode): its id, or RECON_ENOTFOUND.
+ */
+RECON_MUSTCHECK int recon_state_latest_run(struct recon_state *st, const char *job,
+					   const char *date, const char *mode, int64_t *run_id,
+					   struct recon_err *err);
+/* Run run_id of the job: fn called once, or RECON_ENOTFOUND. */
+RECON_MUSTCHECK int recon_state_run_get(struct recon_state *st, const char *job, int64_t run_id,
+					recon_state_run_fn fn, void *arg, struct recon_err *err);
+/* The job's latest `limit` runs, newest first. */
+RECON_MUSTCHECK int recon_state_recent_runs(struct recon_state *st, const char *job, int limit,
+					    recon_state_run_fn fn, void *arg,
+					    struct recon_err *err);
+/* The real runs of (job, mode) whose business day is in [from, to] (YYYY-MM-DD), by id. */
+RECON_MUSTCHECK int recon_state_runs_between(struct recon_state *st, const char *job,
+					     const char *mode, const char *from, const char *to,
+					     recon_state_run_fn fn, void *arg,
+					     struct recon_err *err);
+/* The latest business day a successful real run of (job, mode) reconciled, or RECON_ENOTFOUND. */
+RECON_MUSTCHECK int recon_state_latest_date(struct recon_state *st, const char *job,
+					    const char *mode, char date[16], struct recon_err *err);
+
+/* The differences run_id recorded (klass NULL: every class), in key order. */
+RECON_MUSTCHECK int recon_state_differences(struct recon_state *st, int64_t run_id,
+					    const char *klass, recon_state_line_fn fn, void *arg,
+					    struct recon_err *err);
+/*
+ * The job's open items as last evaluated, by key and mode (mode NULL: both;
+ * klass NULL: every difference, awaiting and in flight left out).
+ */
+RECON_MUSTCHECK int recon_state_open_lines(struct recon_state *st, const char *job,
+					   const char *mode, const char *klass,
+					   recon_state_line_fn fn, void *arg,
+					   struct recon_err *err);
+
+/* A mode of the job as `recon status` shows it. */
+struct recon_state_mode {
+	const char *mode;
+	bool has_watermark, has_success;
+	int64_t watermark, last_success;
+	struct recon_state_run last; /* its latest run */
+};
+/* Every mode the job has run in, by name. */
+RECON_MUSTCHECK int recon_state_modes(struct recon_state *st, const char *job,
+				      int (*fn)(void *arg, const struct recon_state_mode *m),
+				      void *arg, struct recon_err *err);
+/* The job's open items per class (classes with none are not called). */
+RECON_MUSTCHECK int recon_state_open_counts(struct recon_state *st, const char *job,
+					    int (*fn)(void *arg, const char *klass, int64_t n),
+					    void *arg, struct recon_err *err);
+
+/* What `recon check` weighs for (job, mode). */
+struct recon_state_health {
+	bool found; /* false: RECON_ENOTFOUND */
+	int64_t watermark, last_success;
+	int64_t last_run; /* the latest real run */
+	bool failed;	  /* ... failed */
+	char error[300];  /* ... and why ("" when it did not fail or says nothing) */
+};
+/*
+ * RECON_ENOTFOUND when (job, mode) has no watermark and heartbeat yet (no
+ * successful run). Errors say "cannot read the state store '<path>': ...".
+ */
+RECON_MUSTCHECK int recon_state_health(struct recon_state *st, const char *job, const char *mode,
+				       struct recon_state_health *h, struct recon_err *err);
+
+/* A ticket as `recon tickets` lists it. */
+struct recon_ticket_row {
+	const char *key, *klass, *severity, *status;
+	int64_t opened_run, opened_at, last_seen_run, resolved_run; /* resolved_run 0: none */
+	const char *json, *note;				    /* note NULL: none */
+};
+/* The job's open tickets (all: every one), by key and class. */
+RECON_MUSTCHECK int recon_state_tickets_list(struct recon_state *st, const char *job, bool all,
+					     int (*fn)(void *arg, const struct recon_ticket_row *t),
+					     void *arg, struct recon_err *err);
+
+/*
+ * The first `limit` rejects (-1: all) of run run_id of the job, or of its
+ * latest run that has any (run_id 0), in the order they were recorded.
+ */
+RECON_MUSTCHECK int
+recon_state_rejects(struct recon_state *st, const char *job, int64_t run_id, int64_t limit,
+		    int (*fn)(void *arg, int64_t run_id, const struct recon_reject *x), void *arg,
+		    struct recon_err *err);
+/* How many rejects run_id recorded. */
+RECON_MUSTCHECK int recon_state_rejects_count(struct recon_state *st, int64_t run_id, int64_t *n,
+					      struct recon_err *err);
+
+/* An item of (job, mode) as the daily report reads it. */
+struct recon_item_row {
+	int64_t id;
+	const char *key; /* stored form (RECON_KEY_SEP between parts) */
+	size_t key_len;
+	const char *klass, *severity, *currency, *state;
+	int64_t amount; /* money at stake, minor units */
+	int64_t opened_at;
+	const char *opened_date, *ended_date; /* business days of the runs; NULL: none */
+	bool ended;			      /* ended_at recorded (a run or a person) */
+	int64_t ended_at;
+	const char *json;   /* the difference as last evaluated */
+	const char *ticket; /* its ticket's status; NULL: none */
+};
+/* The items of (job, mode) open now, or ended at or after since_ms. */
+RECON_MUSTCHECK int recon_state_items_since(struct recon_state *st, const char *job,
+					    const char *mode, int64_t since_ms,
+					    int (*fn)(void *arg, const struct recon_item_row *it),
+					    void *arg, struct recon_err *err);
+/*
+ * The open differences of the job (awaiting and in flight left out; run_id >
+ * 0: those that run evaluated last), by class and currency: fn gets each
+ * item's class, severity, money at stake and currency. Errors say "cannot
+ * read the money at stake: ...".
+ */
+RECON_MUSTCHECK int recon_state_open_stakes(struct recon_state *st, const char *job, int64_t run_id,
+					    int (*fn)(void *arg, const char *klass, const char *sev,
+						      int64_t amount, const char *cur),
+					    void *arg, struct recon_err *err);
+
+/* What the heartbeat says of a mode that has succeeded at least once. */
+struct recon_state_totals {
+	const char *mode;
+	int64_t last_success, watermark, duration_ms; /* watermark 0: none */
+	/* sums over the mode's successful real runs: they only grow */
+	int64_t rows_upstream, rows_local, rejected;
+	int64_t found[RECON_CLASS__COUNT];
+	int64_t rejects; /* rows rejected by the last successful run */
+};
+/* Per mode, by name. Errors say "cannot read heartbeat data: ...". */
+RECON_MUSTCHECK int recon_state_totals(struct recon_state *st, const char *job,
+				       int (*fn)(void *arg, const struct recon_state_totals *t),
+				       void *arg, struct recon_err *err);
+/*
+ * The open items per mode and class, and the oldest one's opening time.
+ * Errors say "cannot read open items: ...".
+ */
+RECON_MUSTCHECK int recon_state_open_by_mode(struct recon_state *st, const char *job,
+					     int (*fn)(void *arg, const char *mode,
+						       const char *klass, int64_t n,
+						       int64_t oldest),
+					     void *arg, struct recon_err *err);
+/*
+ * The actions of the job's real runs per mode, action and outcome, in that
+ * order. Errors say "cannot read action counts: ...".
+ */
+RECON_MUSTCHECK int recon_state_action_counts(struct recon_state *st, const char *job,
+					      int (*fn)(void *arg, const char *mode,
+							const char *action, const char *outcome,
+							int64_t n),
+					      void *arg, struct recon_err *err);
+
+/* The raw SQLite handle, for the tests' own checks of the schema. Borrowed. */
 struct sqlite3 *recon_state_db(struct recon_state *st);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * The commands' option parser: getopt_long (glibc's, beyond POSIX) over a
  * command's table, with the short options every command shares the meaning
- * of (-j --job, -d --date, -m --mode, -q --quiet, -v --verbose, -h --help).
+ * of (-j --job, -d --date, -m --mode, -q --quiet, -v --verbose, -h --help);
+ * and the start the read-only commands share (--format, --run, the job and
+ * its store opened, an error said).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,7 +11,12 @@
 #include <string.h>
 
 #include "recon_cmd.h"
+#include "recon_job.h"
+#include "recon_log.h"
 #include "recon_mem.h"
+#include "recon_partition.h"
+#include "recon_report.h"
+#include "recon_state.h"
 
 /* The short form of a long option, or 0. */
 static int short_of(const char *name)
@@ -170,4 +177,48 @@ int recon_opt_missing(const char *cmd, const char *what)
 {
 	fprintf(stderr, "recon %s: needs %s; try 'recon %s --help'\n", cmd, what, cmd);
 	return 64;
+}
+
+/* ---- what the read-only commands share ---------------------------------------- */
+
+int recon_cmd_fail(const struct recon_err *err)
+{
+	char buf[512];
+
+	recon_log(RECON_LOG_ERROR, "%s", recon_err_str(err, buf, sizeof(buf)));
+	return recon_err_exit_code(err->code);
+}
+
+int recon_cmd_parse_format(const char *cmd, const char *format, int *fmt)
+{
+	*fmt = recon_report_format_from_name(format);
+	if (*fmt >= 0)
+		return 0;
+	fprintf(stderr, "recon %s: unknown format '%s' (table, jsonl or csv)\n", cmd, format);
+	return 64;
+}
+
+int recon_cmd_parse_run(const char *cmd, const char *run, int64_t *run_id)
+{
+	char *end;
+
+	*run_id = 0;
+	if (!run || !strcmp(run, "latest"))
+		return 0;
+	*run_id = strtoll(run, &end, 10);
+	if (!*end && *run_id > 0)
+		return 0;
+	fprintf(stderr, "recon %s: --run takes a run id or 'latest'\n", cmd);
+	return 64;
+}
+
+int recon_cmd_open(const char *job_path, const char *partition, struct recon_job **job,
+		   struct recon_state **st, struct recon_err *err)
+{
+	*job = NULL;
+	*st = NULL;
+	if (recon_job_load(job, job_path, err) < 0 ||
+	    recon_partition_select(*job, partition, err) < 0)
+		return err->code;
+	return recon_state_open(st, (*job)->state_path, false, err);
 }

@@ -31,14 +31,6 @@ static const char report_usage[] =
     "script); md: the same facts in Markdown; csv: one row per open item, decimal\n"
     "amounts, local times with their offset (--bom: a UTF-8 byte order mark first).\n";
 
-static int report_fail(const struct recon_err *err)
-{
-	char buf[512];
-
-	recon_log(RECON_LOG_ERROR, "%s", recon_err_str(err, buf, sizeof(buf)));
-	return recon_err_exit_code(err->code);
-}
-
 static int day_opt(const char *s, const char *name, int64_t *day)
 {
 	struct recon_err err;
@@ -93,7 +85,7 @@ int recon_cmd_report(int argc, char **argv)
 	if (recon_job_load(&job, job_path, &err) < 0 || recon_time_now(&now, &err) < 0 ||
 	    recon_state_open(&st, job->state_path, false, &err) < 0 ||
 	    recon_dayreport_load(&r, st, job, mode, &from, &to, now, &err) < 0) {
-		code = report_fail(&err);
+		code = recon_cmd_fail(&err);
 		goto out;
 	}
 	if (output) {
@@ -109,7 +101,7 @@ int recon_cmd_report(int argc, char **argv)
 	}
 	if (recon_dayreport_write(f ? f : stdout, r, (enum recon_dayreport_format)fmt, bom, &err) <
 	    0) {
-		code = report_fail(&err);
+		code = recon_cmd_fail(&err);
 		goto out;
 	}
 	if (f) {

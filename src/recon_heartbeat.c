@@ -11,8 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "recon_buf.h"
 #include "recon_compare.h"
 #include "recon_mem.h"
@@ -66,106 +64,50 @@ struct mode_stats {
 	int64_t oldest_open; /* first seen, UTC ms; 0: none open */
 };
 
-static int load(sqlite3 *db, const char *job, struct mode_stats **out, size_t *n,
-		struct recon_err *err)
-{
-	/* one row per mode that has succeeded at least once; sums over its real successful runs */
-	static const char sql[] =
-	    "SELECT h.mode, h.last_success_ms, coalesce(w.reconciled_until_ms, 0), h.duration_ms, "
-	    " t.up, t.loc, t.missing, t.extra, t.stuck, t.amount, t.status, t.dup, t.rej, "
-	    " l.rows_rejected "
-	    "FROM heartbeats h JOIN runs l ON l.id = h.run_id "
-	    "LEFT JOIN watermarks w ON w.job = h.job AND w.mode = h.mode "
-	    "JOIN (SELECT mode, coalesce(sum(rows_upstream), 0) AS up, "
-	    "  coalesce(sum(rows_local), 0) AS loc, coalesce(sum(n_missing), 0) AS missing, "
-	    "  coalesce(sum(n_extra), 0) AS extra, coalesce(sum(n_stuck), 0) AS stuck, "
-	    "  coalesce(sum(n_amount_mismatch), 0) AS amount, "
-	    "  coalesce(sum(n_status_mismatch), 0) AS status, "
-	    "  coalesce(sum(n_duplicate), 0) AS dup, coalesce(sum(rows_rejected), 0) AS rej "
-	    "  FROM runs WHERE job = ?1 AND outcome = 'success' AND dry_run = 0 GROUP BY mode) t "
-	    " ON t.mode = h.mode "
-	    "WHERE h.job = ?1 ORDER BY h.mode";
-	sqlite3_stmt *q = NULL;
-	struct mode_stats *v = NULL;
-	size_t cnt = 0, alloc = 0;
-	int s, rc = 0;
+/* The modes read so far (recon_state_totals): *v[0..n). */
+struct modes {
+	struct mode_stats *v;
+	size_t n, alloc;
+};
 
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read heartbeat data: %s",
-				   sqlite3_errmsg(db));
-		goto out;
-	}
-	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
-	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		struct mode_stats *m;
-		recon_grow((void **)&v, &alloc, cnt + 1, sizeof(*v));
-		m = &v[cnt++];
-		memset(m, 0, sizeof(*m));
-		snprintf(m->mode, sizeof(m->mode), "%s", (const char *)sqlite3_column_text(q, 0));
-		m->last_success = sqlite3_column_int64(q, 1);
-		m->watermark = sqlite3_column_int64(q, 2);
-		m->duration = sqlite3_column_int64(q, 3);
-		m->rows_total[0] = sqlite3_column_int64(q, 4);
-		m->rows_total[1] = sqlite3_column_int64(q, 5);
-		for (int c = 0; c < RECON_CLASS__COUNT; c++)
-			m->found_total[c] = sqlite3_column_int64(q, 6 + c);
-		m->rejected_total = sqlite3_column_int64(q, 6 + RECON_CLASS__COUNT);
-		m->rejects = sqlite3_column_int64(q, 7 + RECON_CLASS__COUNT);
-	}
-	if (s != SQLITE_DONE)
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read heartbeat data: %s",
-				   sqlite3_errmsg(db));
-out:
-	sqlite3_finalize(q);
-	if (rc < 0) {
-		free(v);
-		v = NULL;
-		cnt = 0;
-	}
-	*out = v;
-	*n = cnt;
-	return rc;
+static int add_mode(void *arg, const struct recon_state_totals *t)
+{
+	struct modes *ms = arg;
+	struct mode_stats *m;
+
+	recon_grow((void **)&ms->v, &ms->alloc, ms->n + 1, sizeof(*ms->v));
+	m = &ms->v[ms->n++];
+	memset(m, 0, sizeof(*m));
+	snprintf(m->mode, sizeof(m->mode), "%s", t->mode);
+	m->last_success = t->last_success;
+	m->watermark = t->watermark;
+	m->duration = t->duration_ms;
+	m->rows_total[0] = t->rows_upstream;
+	m->rows_total[1] = t->rows_local;
+	memcpy(m->found_total, t->found, sizeof(m->found_total));
+	m->rejected_total = t->rejected;
+	m->rejects = t->rejects;
+	return 0;
 }
 
 /*
- * The open items per mode and class, and the oldest one's first-seen time,
- * from the open-items ledger (items); nothing else here knows where open
- * items live.
+ * The open items per mode and class, and the oldest one's first-seen time
+ * (awaiting and in flight are not differences yet, and are left out).
  */
-static int load_open_items(sqlite3 *db, const char *job, struct mode_stats *m, size_t n,
-			   struct recon_err *err)
+static int add_open(void *arg, const char *mode, const char *klass, int64_t n, int64_t oldest)
 {
-	/* the open-items ledger: one open item per key and mode (awaiting and in flight
-	   are not differences yet, and are left out) */
-	static const char sql[] = "SELECT mode, class, count(*), min(opened_at_ms) FROM items "
-				  "WHERE job = ? AND state = 'open' GROUP BY 1, 2";
-	sqlite3_stmt *q = NULL;
-	int s, rc = 0;
+	struct modes *ms = arg;
+	int c = recon_class_from_name(klass);
 
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read open items: %s",
-				   sqlite3_errmsg(db));
-		goto out;
+	for (size_t i = 0; i < ms->n; i++) {
+		struct mode_stats *m = &ms->v[i];
+		if (strcmp(m->mode, mode) || c < 0 || c >= RECON_CLASS__COUNT)
+			continue;
+		m->open[c] += n;
+		if (!m->oldest_open || oldest < m->oldest_open)
+			m->oldest_open = oldest;
 	}
-	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
-	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *mode = (const char *)sqlite3_column_text(q, 0);
-		int c = recon_class_from_name((const char *)sqlite3_column_text(q, 1));
-		int64_t first = sqlite3_column_int64(q, 3);
-		for (size_t i = 0; i < n; i++) {
-			if (strcmp(m[i].mode, mode) || c < 0 || c >= RECON_CLASS__COUNT)
-				continue;
-			m[i].open[c] += sqlite3_column_int64(q, 2);
-			if (!m[i].oldest_open || first < m[i].oldest_open)
-				m[i].oldest_open = first;
-		}
-	}
-	if (s != SQLITE_DONE)
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read open items: %s",
-				   sqlite3_errmsg(db));
-out:
-	sqlite3_finalize(q);
-	return rc;
+	return 0;
 }
 
 /* One gauge or counter per mode: name{recon_job,mode} value. */
@@ -292,39 +234,21 @@ out:
 }
 
 /* recon_actions_total{action,outcome}: every action of real (non-dry) runs, per mode. */
-static int render_actions(sqlite3 *db, const char *job, struct recon_buf *b, struct recon_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int s, rc = 0;
+struct actions {
+	struct recon_buf *b;
+	const char *job;
+};
 
-	if (sqlite3_prepare_v2(
-		db,
-		"SELECT r.mode, a.action, a.outcome, count(*) FROM actions a JOIN runs r "
-		"ON r.id = a.run_id WHERE r.job = ? AND r.dry_run = 0 "
-		"GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-		-1, &q, NULL) != SQLITE_OK) {
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read action counts: %s",
-				   sqlite3_errmsg(db));
-		goto out;
-	}
-	sqlite3_bind_text(q, 1, job, -1, SQLITE_STATIC);
-	head(b, "recon_actions_total", "counter",
-	     "Actions taken by runs (replay, ticket, repush, transition, alert) by outcome.");
-	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		recon_buf_addf(b, "recon_actions_total{recon_job=\"");
-		add_label(b, job);
-		recon_buf_addf(b, "\",mode=\"%s\",action=\"%s\",outcome=\"%s\"} %lld\n",
-			       (const char *)sqlite3_column_text(q, 0),
-			       (const char *)sqlite3_column_text(q, 1),
-			       (const char *)sqlite3_column_text(q, 2),
-			       (long long)sqlite3_column_int64(q, 3));
-	}
-	if (s != SQLITE_DONE)
-		rc = recon_err_set(err, RECON_EIO, NULL, "cannot read action counts: %s",
-				   sqlite3_errmsg(db));
-out:
-	sqlite3_finalize(q);
-	return rc;
+static int add_action(void *arg, const char *mode, const char *action, const char *outcome,
+		      int64_t n)
+{
+	const struct actions *a = arg;
+
+	recon_buf_addf(a->b, "recon_actions_total{recon_job=\"");
+	add_label(a->b, a->job);
+	recon_buf_addf(a->b, "\",mode=\"%s\",action=\"%s\",outcome=\"%s\"} %lld\n", mode, action,
+		       outcome, (long long)n);
+	return 0;
 }
 
 /* Every series of b with `labels,` first in its label set (b's lines all have one). */
@@ -364,18 +288,20 @@ int recon_heartbeat_write_partition(struct recon_state *st, const char *job,
 				    const struct recon_partition *p, const char *path,
 				    struct recon_err *err)
 {
-	struct mode_stats *m = NULL;
-	size_t n = 0;
+	struct modes ms = {NULL, 0, 0};
 	struct recon_buf b;
+	struct actions a = {&b, job};
 	char labels[64];
 	int rc;
 
 	recon_buf_init(&b);
-	if ((rc = load(recon_state_db(st), job, &m, &n, err)) < 0 ||
-	    (rc = load_open_items(recon_state_db(st), job, m, n, err)) < 0)
+	if ((rc = recon_state_totals(st, job, add_mode, &ms, err)) < 0 ||
+	    (rc = recon_state_open_by_mode(st, job, add_open, &ms, err)) < 0)
 		goto out;
-	render(&b, job, m, n);
-	if ((rc = render_actions(recon_state_db(st), job, &b, err)) < 0)
+	render(&b, job, ms.v, ms.n);
+	head(&b, "recon_actions_total", "counter",
+	     "Actions taken by runs (replay, ticket, repush, transition, alert) by outcome.");
+	if ((rc = recon_state_action_counts(st, job, add_action, &a, err)) < 0)
 		goto out;
 	if (p->count) {
 		/* alert rules count the partitions reporting against this */
@@ -387,7 +313,7 @@ int recon_heartbeat_write_partition(struct recon_state *st, const char *job,
 	}
 	rc = write_atomic(path, &b, err);
 out:
-	free(m);
+	free(ms.v);
 	recon_buf_release(&b);
 	return rc;
 }

@@ -33,8 +33,7 @@ int recon_report_format_from_name(const char *name)
  * U+FFFD, where jansson would fail the whole object.
  */
 
-/* Length of the UTF-8 sequence at p (1-4), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t recon_report_utf8_len(const unsigned char *p, size_t n)
 {
 	unsigned c = p[0];
 	size_t len;
@@ -84,7 +83,7 @@ static void add_esc(struct recon_buf *b, const char *s, size_t n)
 			p++;
 			continue;
 		}
-		if (c >= 0x80 && (l = utf8_len(p, (size_t)(end - p))) > 0) {
+		if (c >= 0x80 && (l = recon_report_utf8_len(p, (size_t)(end - p))) > 0) {
 			p += l;
 			continue;
 		}
