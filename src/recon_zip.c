@@ -139,155 +139,170 @@ static bool name_matches(const char *name, const char *want, const char *exclude
 	return !(exclude && strstr(name, exclude));
 }
 
-int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char *name_encoding,
-		   const char *want, const char *exclude, struct recon_sha256 *hash,
-		   struct recon_err *err)
+/* The end of central directory: the last signature within 22 + 65535 bytes of the end. */
+static const unsigned char *find_end(const struct recon_zip *z, size_t *eocd)
 {
-	struct recon_zip *z = recon_xcalloc(1, sizeof(*z));
-	const unsigned char *d, *end = NULL, *cd;
-	size_t eocd = 0, cd_off, cd_size, entries, found = 0, pos;
-	uint32_t pick_off = 0, pick_csize = 0, pick_flags = 0;
-	struct recon_buf all, matching;
-	char q[RECON_QUOTE_BUF];
-	int ret;
+	size_t lo;
 
-	*out = NULL;
-	recon_buf_init(&all);
-	recon_buf_init(&matching);
-	z->path = recon_xstrdup(path);
-	if ((ret = read_all(z, fd, hash, err)) < 0)
-		goto out;
-	d = z->data;
-	/* end of central directory: the last signature within 22 + 65535 bytes of the end */
-	if (z->size >= 22) {
-		size_t lo = z->size > 22 + 65535 ? z->size - 22 - 65535 : 0;
-		for (size_t i = z->size - 22 + 1; i-- > lo;)
-			if (le32(d + i) == SIG_END) {
-				end = d + i;
-				eocd = i;
-				break;
-			}
+	if (z->size < 22)
+		return NULL;
+	lo = z->size > 22 + 65535 ? z->size - 22 - 65535 : 0;
+	for (size_t i = z->size - 22 + 1; i-- > lo;)
+		if (le32(z->data + i) == SIG_END) {
+			*eocd = i;
+			return z->data + i;
+		}
+	return NULL;
+}
+
+/* The member chosen from the central directory, and what the messages list. */
+struct pick {
+	size_t found;
+	uint32_t off, csize, flags;
+	struct recon_buf all, matching; /* quoted names: every member, those matching */
+};
+
+/* Takes the central directory entry at e (name: its UTF-8 name, owned) into p. */
+static void pick_entry(struct recon_zip *z, struct pick *p, const unsigned char *e, char *name,
+		       const char *want, const char *exclude)
+{
+	bool match = name_matches(name, want, exclude);
+	char q[RECON_QUOTE_BUF];
+
+	recon_err_quote(q, name, strlen(name), 0);
+	if (p->all.len < 512)
+		recon_buf_addf(&p->all, "%s'%s'", p->all.len ? ", " : "", q);
+	/* several matches: the message lists those, not the first members */
+	if (match && p->matching.len < 512)
+		recon_buf_addf(&p->matching, "%s'%s'", p->matching.len ? ", " : "", q);
+	if (!match || p->found++) {
+		free(name);
+		return;
 	}
-	if (!end) {
-		ret = zerr(err, path, "no end of central directory (truncated?)");
-		goto out;
-	}
+	free(z->member);
+	z->member = name;
+	z->method = le16(e + 10);
+	z->crc_want = le32(e + 16);
+	p->csize = le32(e + 20);
+	z->usize_want = le32(e + 24);
+	p->off = le32(e + 42);
+	p->flags = le16(e + 8);
+}
+
+/* Walks the central directory; exactly one member must match want/exclude. */
+static int pick_member(struct recon_zip *z, struct pick *p, const char *name_encoding,
+		       const char *want, const char *exclude, struct recon_err *err)
+{
+	const unsigned char *end, *cd;
+	size_t eocd = 0, cd_off, cd_size, entries, pos = 0;
+
+	if (!(end = find_end(z, &eocd)))
+		return zerr(err, z->path, "no end of central directory (truncated?)");
 	entries = le16(end + 10);
 	cd_size = le32(end + 12);
 	cd_off = le32(end + 16);
-	if (cd_off == 0xFFFFFFFFu || entries == 0xFFFF) {
-		ret = zerr(err, path, "zip64 archives are not supported");
-		goto out;
-	}
-	if (cd_off > eocd || cd_size > eocd - cd_off) {
-		ret = zerr(err, path, "central directory out of bounds");
-		goto out;
-	}
-	cd = d + cd_off;
-	pos = 0;
+	if (cd_off == 0xFFFFFFFFu || entries == 0xFFFF)
+		return zerr(err, z->path, "zip64 archives are not supported");
+	if (cd_off > eocd || cd_size > eocd - cd_off)
+		return zerr(err, z->path, "central directory out of bounds");
+	cd = z->data + cd_off;
 	for (size_t e = 0; e < entries; e++) {
 		uint32_t flags, nlen, xlen, clen;
-		char *name;
 
-		if (cd_size - pos < 46 || le32(cd + pos) != SIG_CENTRAL) {
-			ret = zerr(err, path, "bad central directory entry %zu", e + 1);
-			goto out;
-		}
+		if (cd_size - pos < 46 || le32(cd + pos) != SIG_CENTRAL)
+			return zerr(err, z->path, "bad central directory entry %zu", e + 1);
 		flags = le16(cd + pos + 8);
 		nlen = le16(cd + pos + 28);
 		xlen = le16(cd + pos + 30);
 		clen = le16(cd + pos + 32);
-		if (cd_size - pos - 46 < (size_t)nlen + xlen + clen) {
-			ret = zerr(err, path, "central directory entry %zu out of bounds", e + 1);
-			goto out;
-		}
-		name = member_name(cd + pos + 46, nlen, (flags & FLAG_UTF8) != 0, name_encoding);
-		recon_err_quote(q, name, strlen(name), 0);
-		if (all.len < 512)
-			recon_buf_addf(&all, "%s'%s'", all.len ? ", " : "", q);
-		if (name_matches(name, want, exclude)) {
-			/* several matches: the message lists those, not the first members */
-			if (matching.len < 512)
-				recon_buf_addf(&matching, "%s'%s'", matching.len ? ", " : "", q);
-			if (found++) {
-				free(name);
-				pos += 46 + (size_t)nlen + xlen + clen;
-				continue;
-			}
-			free(z->member);
-			z->member = name;
-			z->method = le16(cd + pos + 10);
-			z->crc_want = le32(cd + pos + 16);
-			pick_csize = le32(cd + pos + 20);
-			z->usize_want = le32(cd + pos + 24);
-			pick_off = le32(cd + pos + 42);
-			pick_flags = flags;
-		} else {
-			free(name);
-		}
+		if (cd_size - pos - 46 < (size_t)nlen + xlen + clen)
+			return zerr(err, z->path, "central directory entry %zu out of bounds",
+				    e + 1);
+		pick_entry(
+		    z, p, cd + pos,
+		    member_name(cd + pos + 46, nlen, (flags & FLAG_UTF8) != 0, name_encoding), want,
+		    exclude);
 		pos += 46 + (size_t)nlen + xlen + clen;
 	}
-	if (found != 1) {
+	if (p->found != 1) {
 		struct recon_buf m;
+		int ret;
+
 		recon_buf_init(&m);
-		recon_buf_addf(&m, "%s member of the zip archive ", found ? "more than one" : "no");
+		recon_buf_addf(&m, "%s member of the zip archive ",
+			       p->found ? "more than one" : "no");
 		if (want)
 			recon_buf_addf(&m, "contains '%s'", want);
 		else
 			recon_buf_adds(&m, "is a file");
 		if (exclude)
 			recon_buf_addf(&m, " without '%s'", exclude);
-		if (found)
-			recon_buf_addf(&m, " (matching: %s)", matching.s);
+		if (p->found)
+			recon_buf_addf(&m, " (matching: %s)", p->matching.s);
 		else
-			recon_buf_addf(&m, " (members: %s)", all.len ? all.s : "none");
-		ret = recon_err_set(err, RECON_EINPUT, path, "%s", m.s);
+			recon_buf_addf(&m, " (members: %s)", p->all.len ? p->all.s : "none");
+		ret = recon_err_set(err, RECON_EINPUT, z->path, "%s", m.s);
 		recon_buf_release(&m);
-		goto out;
+		return ret;
 	}
 	recon_err_quote(z->shown, z->member, strlen(z->member), 0);
-	/*
-	 * A member that would inflate beyond RECON_ZIP_MAX_INFLATED, or more than
-	 * RECON_ZIP_MAX_RATIO times its compressed size (past a small floor), is
-	 * refused before a byte is inflated: a zip bomb (4 GiB of newlines from a
-	 * few MiB) would otherwise keep a run busy with the job's lock held.
-	 * Inflating never goes beyond the stated size (checked as it reads).
-	 */
+	return 0;
+}
+
+/*
+ * Checks the chosen member and points z at its compressed bytes. A member
+ * that would inflate beyond RECON_ZIP_MAX_INFLATED, or more than
+ * RECON_ZIP_MAX_RATIO times its compressed size (past a small floor), is
+ * refused before a byte is inflated: a zip bomb (4 GiB of newlines from a
+ * few MiB) would otherwise keep a run busy with the job's lock held.
+ * Inflating never goes beyond the stated size (checked as it reads).
+ */
+static int locate_member(struct recon_zip *z, const struct pick *p, struct recon_err *err)
+{
+	const unsigned char *d = z->data;
+	size_t data;
+
 	if (z->usize_want > RECON_ZIP_MAX_INFLATED ||
 	    (z->usize_want > RECON_ZIP_RATIO_FLOOR &&
-	     z->usize_want / (pick_csize ? pick_csize : 1) > RECON_ZIP_MAX_RATIO)) {
-		ret =
-		    zerr(err, path,
-			 "member '%s' would inflate to %llu bytes from %lu (at most %llu bytes and "
-			 "%u times the compressed size): refused",
-			 z->shown, (unsigned long long)z->usize_want, (unsigned long)pick_csize,
-			 (unsigned long long)RECON_ZIP_MAX_INFLATED, (unsigned)RECON_ZIP_MAX_RATIO);
+	     z->usize_want / (p->csize ? p->csize : 1) > RECON_ZIP_MAX_RATIO))
+		return zerr(
+		    err, z->path,
+		    "member '%s' would inflate to %llu bytes from %lu (at most %llu bytes and "
+		    "%u times the compressed size): refused",
+		    z->shown, (unsigned long long)z->usize_want, (unsigned long)p->csize,
+		    (unsigned long long)RECON_ZIP_MAX_INFLATED, (unsigned)RECON_ZIP_MAX_RATIO);
+	if (p->flags & FLAG_CRYPT)
+		return zerr(err, z->path, "member '%s' is encrypted", z->shown);
+	if (z->method != 0 && z->method != 8)
+		return zerr(err, z->path, "member '%s' uses compression method %u", z->shown,
+			    z->method);
+	if (p->off > z->size || z->size - p->off < 30 || le32(d + p->off) != SIG_LOCAL)
+		return zerr(err, z->path, "bad local header for '%s'", z->shown);
+	data = (size_t)p->off + 30 + le16(d + p->off + 26) + le16(d + p->off + 28);
+	if (data > z->size || z->size - data < p->csize)
+		return zerr(err, z->path, "member '%s' is cut short (truncated archive?)",
+			    z->shown);
+	z->in = d + data;
+	z->in_len = p->csize;
+	return 0;
+}
+
+int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char *name_encoding,
+		   const char *want, const char *exclude, struct recon_sha256 *hash,
+		   struct recon_err *err)
+{
+	struct recon_zip *z = recon_xcalloc(1, sizeof(*z));
+	struct pick p = {0};
+	int ret;
+
+	*out = NULL;
+	recon_buf_init(&p.all);
+	recon_buf_init(&p.matching);
+	z->path = recon_xstrdup(path);
+	if ((ret = read_all(z, fd, hash, err)) < 0 ||
+	    (ret = pick_member(z, &p, name_encoding, want, exclude, err)) < 0 ||
+	    (ret = locate_member(z, &p, err)) < 0)
 		goto out;
-	}
-	if (pick_flags & FLAG_CRYPT) {
-		ret = zerr(err, path, "member '%s' is encrypted", z->shown);
-		goto out;
-	}
-	if (z->method != 0 && z->method != 8) {
-		ret =
-		    zerr(err, path, "member '%s' uses compression method %u", z->shown, z->method);
-		goto out;
-	}
-	if (pick_off > z->size || z->size - pick_off < 30 || le32(d + pick_off) != SIG_LOCAL) {
-		ret = zerr(err, path, "bad local header for '%s'", z->shown);
-		goto out;
-	}
-	{
-		size_t data =
-		    (size_t)pick_off + 30 + le16(d + pick_off + 26) + le16(d + pick_off + 28);
-		if (data > z->size || z->size - data < pick_csize) {
-			ret = zerr(err, path, "member '%s' is cut short (truncated archive?)",
-				   z->shown);
-			goto out;
-		}
-		z->in = d + data;
-		z->in_len = pick_csize;
-	}
 	if (z->method == 8) {
 		if (inflateInit2(&z->zs, -MAX_WBITS) != Z_OK) {
 			ret = recon_err_set(err, RECON_EINTERNAL, path, "cannot start inflate");
@@ -298,12 +313,11 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 		z->zs.avail_in = (uInt)z->in_len;
 	}
 	z->crc = (uint32_t)crc32(0L, Z_NULL, 0);
-	ret = 0;
 	*out = z;
 	z = NULL;
 out:
-	recon_buf_release(&all);
-	recon_buf_release(&matching);
+	recon_buf_release(&p.all);
+	recon_buf_release(&p.matching);
 	recon_zip_close(z);
 	return ret;
 }
