@@ -1,5 +1,6 @@
 #include "recon_dsn.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,27 +96,51 @@ static int bad(struct recon_err *err, const char *env, const char *what)
 			     what);
 }
 
-int recon_dsn_mysql_parse(const char *dsn, const char *env, struct recon_dsn_mysql *d,
-			  struct recon_err *err)
+/* The authority's host[:port] part, [start, end): an IPv6 host in brackets. */
+static int parse_hostport(const char *hostport, const char *end, const char *env,
+			  struct recon_dsn_mysql *d, struct recon_err *err)
 {
-	const char *p, *auth_end, *at = NULL, *hostport, *path_end, *q;
-	size_t n;
+	const char *hend, *port = NULL;
 
-	if (!strncmp(dsn, "mysql://", 8))
-		p = dsn + 8;
-	else if (!strncmp(dsn, "mariadb://", 10))
-		p = dsn + 10;
-	else
-		return bad(err, env, "it must start with mysql:// or mariadb://");
+	if (hostport >= end)
+		return 0;
+	if (*hostport == '[') {
+		hend = memchr(hostport, ']', (size_t)(end - hostport));
+		if (!hend)
+			return bad(err, env, "unterminated '[' in the host");
+		if (hend + 1 < end) {
+			if (hend[1] != ':')
+				return bad(err, env, "junk after ']' in the host");
+			port = hend + 2;
+		}
+		hostport++;
+	} else {
+		hend = memchr(hostport, ':', (size_t)(end - hostport));
+		if (hend)
+			port = hend + 1;
+		else
+			hend = end;
+	}
+	if (hend > hostport && !(d->host = decode(hostport, (size_t)(hend - hostport))))
+		return bad(err, env, "bad percent-encoding in the host");
+	if (port) {
+		long v = number(port, (size_t)(end - port), 65535);
+		if (v < 0)
+			return bad(err, env, "the port must be a number from 1 to 65535");
+		d->port = (unsigned)v;
+	}
+	return 0;
+}
 
-	/* authority: [user[:password]@]host[:port]; userinfo ends at the last '@' */
-	auth_end = p + strcspn(p, "/?#");
-	if (*auth_end == '#')
-		return bad(err, env, "a fragment ('#') is not allowed");
-	for (q = p; q < auth_end; q++)
+/* The authority [user[:password]@]host[:port], [p, end); userinfo ends at the last '@'. */
+static int parse_authority(const char *p, const char *end, const char *env,
+			   struct recon_dsn_mysql *d, struct recon_err *err)
+{
+	const char *at = NULL, *hostport = p;
+
+	for (const char *q = p; q < end; q++)
 		if (*q == '@')
 			at = q;
-	hostport = p;
 	if (at) {
 		const char *colon = memchr(p, ':', (size_t)(at - p));
 		const char *uend = colon ? colon : at;
@@ -125,34 +150,81 @@ int recon_dsn_mysql_parse(const char *dsn, const char *env, struct recon_dsn_mys
 			return bad(err, env, "bad percent-encoding in the password");
 		hostport = at + 1;
 	}
-	if (hostport < auth_end) {
-		const char *hend, *port = NULL;
-		if (*hostport == '[') {
-			hend = memchr(hostport, ']', (size_t)(auth_end - hostport));
-			if (!hend)
-				return bad(err, env, "unterminated '[' in the host");
-			if (hend + 1 < auth_end) {
-				if (hend[1] != ':')
-					return bad(err, env, "junk after ']' in the host");
-				port = hend + 2;
-			}
-			hostport++;
-		} else {
-			hend = memchr(hostport, ':', (size_t)(auth_end - hostport));
-			if (hend)
-				port = hend + 1;
-			else
-				hend = auth_end;
-		}
-		if (hend > hostport && !(d->host = decode(hostport, (size_t)(hend - hostport))))
-			return bad(err, env, "bad percent-encoding in the host");
-		if (port) {
-			long v = number(port, (size_t)(auth_end - port), 65535);
-			if (v < 0)
-				return bad(err, env, "the port must be a number from 1 to 65535");
-			d->port = (unsigned)v;
-		}
+	return parse_hostport(hostport, end, env, d, err);
+}
+
+/* A timeout parameter's value, [v, end): 1 to max seconds into *out. */
+static int parse_timeout(const char *v, const char *end, long max, const char *what, unsigned *out,
+			 const char *env, struct recon_err *err)
+{
+	long n = number(v, (size_t)(end - v), max);
+
+	if (n < 0) {
+		char msg[64];
+		snprintf(msg, sizeof(msg), "%s must be 1 to %ld seconds", what, max);
+		return bad(err, env, msg);
 	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+/* One query parameter name=value, [p, amp). */
+static int parse_param(const char *p, const char *amp, const char *env, struct recon_dsn_mysql *d,
+		       struct recon_err *err)
+{
+	const char *eq = memchr(p, '=', (size_t)(amp - p));
+	size_t n;
+	char name[32];
+	size_t k;
+
+	if (!eq)
+		return bad(err, env, "a query parameter lacks '='");
+	n = (size_t)(eq - p);
+	if (n == 6 && !memcmp(p, "socket", 6)) {
+		free(d->socket);
+		if (!(d->socket = decode(eq + 1, (size_t)(amp - eq - 1))) || !*d->socket)
+			return bad(err, env, "bad socket path");
+		return 0;
+	}
+	if (n == 15 && !memcmp(p, "connect_timeout", 15))
+		return parse_timeout(eq + 1, amp, 3600, "connect_timeout", &d->connect_timeout, env,
+				     err);
+	if (n == 12 && !memcmp(p, "read_timeout", 12))
+		return parse_timeout(eq + 1, amp, 86400, "read_timeout", &d->read_timeout, env,
+				     err);
+	if (n == 13 && !memcmp(p, "write_timeout", 13))
+		return parse_timeout(eq + 1, amp, 86400, "write_timeout", &d->write_timeout, env,
+				     err);
+	/* the parameter's name only: values may be secrets */
+	k = n < sizeof(name) - 1 ? n : sizeof(name) - 1;
+	for (size_t i = 0; i < k; i++)
+		name[i] = (p[i] >= 'a' && p[i] <= 'z') || p[i] == '_' ? p[i] : '?';
+	name[k] = '\0';
+	return recon_err_set(err, RECON_ECONFIG, NULL,
+			     "the connection string in '%s' has an unknown "
+			     "parameter '%s' (known: socket, connect_timeout, "
+			     "read_timeout, write_timeout)",
+			     env, name);
+}
+
+int recon_dsn_mysql_parse(const char *dsn, const char *env, struct recon_dsn_mysql *d,
+			  struct recon_err *err)
+{
+	const char *p, *auth_end, *path_end;
+	int rc;
+
+	if (!strncmp(dsn, "mysql://", 8))
+		p = dsn + 8;
+	else if (!strncmp(dsn, "mariadb://", 10))
+		p = dsn + 10;
+	else
+		return bad(err, env, "it must start with mysql:// or mariadb://");
+
+	auth_end = p + strcspn(p, "/?#");
+	if (*auth_end == '#')
+		return bad(err, env, "a fragment ('#') is not allowed");
+	if ((rc = parse_authority(p, auth_end, env, d, err)) < 0)
+		return rc;
 
 	/* path: /db */
 	p = auth_end;
@@ -173,46 +245,8 @@ int recon_dsn_mysql_parse(const char *dsn, const char *env, struct recon_dsn_mys
 		p++;
 	while (*p) {
 		const char *amp = p + strcspn(p, "&");
-		const char *eq = memchr(p, '=', (size_t)(amp - p));
-		if (amp == p) {
-			p++;
-			continue;
-		}
-		if (!eq)
-			return bad(err, env, "a query parameter lacks '='");
-		n = (size_t)(eq - p);
-		if (n == 6 && !memcmp(p, "socket", 6)) {
-			free(d->socket);
-			if (!(d->socket = decode(eq + 1, (size_t)(amp - eq - 1))) || !*d->socket)
-				return bad(err, env, "bad socket path");
-		} else if (n == 15 && !memcmp(p, "connect_timeout", 15)) {
-			long v = number(eq + 1, (size_t)(amp - eq - 1), 3600);
-			if (v < 0)
-				return bad(err, env, "connect_timeout must be 1 to 3600 seconds");
-			d->connect_timeout = (unsigned)v;
-		} else if (n == 12 && !memcmp(p, "read_timeout", 12)) {
-			long v = number(eq + 1, (size_t)(amp - eq - 1), 86400);
-			if (v < 0)
-				return bad(err, env, "read_timeout must be 1 to 86400 seconds");
-			d->read_timeout = (unsigned)v;
-		} else if (n == 13 && !memcmp(p, "write_timeout", 13)) {
-			long v = number(eq + 1, (size_t)(amp - eq - 1), 86400);
-			if (v < 0)
-				return bad(err, env, "write_timeout must be 1 to 86400 seconds");
-			d->write_timeout = (unsigned)v;
-		} else {
-			/* the parameter's name only: values may be secrets */
-			char name[32];
-			size_t k = n < sizeof(name) - 1 ? n : sizeof(name) - 1;
-			for (size_t i = 0; i < k; i++)
-				name[i] = (p[i] >= 'a' && p[i] <= 'z') || p[i] == '_' ? p[i] : '?';
-			name[k] = '\0';
-			return recon_err_set(err, RECON_ECONFIG, NULL,
-					     "the connection string in '%s' has an unknown "
-					     "parameter '%s' (known: socket, connect_timeout, "
-					     "read_timeout, write_timeout)",
-					     env, name);
-		}
+		if (amp > p && (rc = parse_param(p, amp, env, d, err)) < 0)
+			return rc;
 		p = *amp ? amp + 1 : amp;
 	}
 	return 0;
