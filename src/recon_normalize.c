@@ -200,141 +200,146 @@ static int join_key(const struct recon_side *side, const struct recon_raw_row *r
 	return 0;
 }
 
-int recon_normalize_row(const struct recon_side *side, const struct recon_raw_row *raw,
-			struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
+/*
+ * The entry kind of an upstream line with an entry-type column:
+ * RECON_NORM_ROW with out->entry set, RECON_NORM_SKIPPED for keyless lines (fees, payouts), or a
+ * reject whose key (when readable) stays unclassified.
+ */
+static int norm_entry_type(const struct recon_side *side, const struct recon_raw_row *raw,
+			   struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
 {
-	const bool upstream = side->role[0] == 'u';
-	const char *s;
-	size_t len;
+	const char *s = raw->val[RECON_COL_ENTRY_TYPE];
+	size_t len = raw->len[RECON_COL_ENTRY_TYPE];
 	char shown[RECON_QUOTE_BUF];
-	int exponent, v;
-	enum recon_col amount_col;
-	struct recon_err e;
+	int v;
 
-	memset(out, 0, sizeof(*out));
-	out->line = raw->line;
-	if (raw->reject)
-		return recon_err_set(err, RECON_EVALUE, "row", "%s", raw->reject);
-
-	/* entry kind first: keyless lines (fees, payouts) carry no key */
-	out->entry = RECON_ENTRY_PAYMENT;
-	if (upstream && side->cols[RECON_COL_ENTRY_TYPE]) {
-		s = raw->val[RECON_COL_ENTRY_TYPE];
-		len = raw->len[RECON_COL_ENTRY_TYPE];
-		if (s)
-			trim(side, &s, &len);
-		if (!s || !len || (v = recon_map_get(&side->entry_types, s, len)) < 0) {
-			/* rejected, but its key (when readable) must stay unclassified */
-			struct recon_err ke;
-			recon_err_init(&ke);
-			if (join_key(side, raw, arena, out, &ke) < 0)
-				out->key = NULL;
-			if (!s || !len)
-				return field_err(err, RECON_COL_ENTRY_TYPE, "empty entry type");
-			show(s, len, shown, sizeof(shown));
-			return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'",
-					 shown);
-		}
-		if (v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
-			return RECON_NORM_SKIPPED;
-		out->entry = (uint8_t)v;
-	}
-
-	if ((v = join_key(side, raw, arena, out, err)) < 0)
-		return v;
-
-	/* time */
-	s = raw->val[RECON_COL_TIME];
-	len = raw->len[RECON_COL_TIME];
-	if (!s)
-		return field_err(err, RECON_COL_TIME, "empty time");
-	recon_err_init(&e);
-	if (recon_time_parse_format(s, len, side->time_format, side->tz, &out->time, &e) < 0)
-		return field_err(err, RECON_COL_TIME, "%s", e.msg);
-	out->flags |= RECON_ROW_TIMED; /* known even when a later field is rejected */
-
-	/* currency */
-	s = raw->val[RECON_COL_CURRENCY];
-	len = raw->len[RECON_COL_CURRENCY];
 	if (s)
 		trim(side, &s, &len);
-	if (s && len) {
-		char code[4];
-		if (len != 3) {
-			show(s, len, shown, sizeof(shown));
-			return field_err(err, RECON_COL_CURRENCY, "invalid currency '%s'", shown);
-		}
-		for (int i = 0; i < 3; i++)
-			code[i] = (char)toupper((unsigned char)s[i]);
-		code[3] = '\0';
-		if ((exponent = recon_money_exponent(code)) < 0) {
-			show(s, len, shown, sizeof(shown));
-			return field_err(err, RECON_COL_CURRENCY, "unknown currency '%s'", shown);
-		}
-		memcpy(out->currency, code, 4);
-	} else {
-		memcpy(out->currency, side->currency, 4);
-		exponent = recon_money_exponent(out->currency);
+	if (!s || !len || (v = recon_map_get(&side->entry_types, s, len)) < 0) {
+		struct recon_err ke;
+		recon_err_init(&ke);
+		if (join_key(side, raw, arena, out, &ke) < 0)
+			out->key = NULL;
+		if (!s || !len)
+			return field_err(err, RECON_COL_ENTRY_TYPE, "empty entry type");
+		show(s, len, shown, sizeof(shown));
+		return field_err(err, RECON_COL_ENTRY_TYPE, "unknown entry type '%s'", shown);
 	}
+	if (v == RECON_ENTRY_KEYLESS || v == RECON_ENTRY_IGNORE)
+		return RECON_NORM_SKIPPED;
+	out->entry = (uint8_t)v;
+	return RECON_NORM_ROW;
+}
 
-	/* amount: refunds may use their own column; stored positive */
+/* The row's currency (the side's default when the column is empty); its exponent in *exponent. */
+static int norm_currency(const struct recon_side *side, const struct recon_raw_row *raw,
+			 struct recon_row *out, int *exponent, struct recon_err *err)
+{
+	const char *s = raw->val[RECON_COL_CURRENCY];
+	size_t len = raw->len[RECON_COL_CURRENCY];
+	char shown[RECON_QUOTE_BUF], code[4];
+
+	if (s)
+		trim(side, &s, &len);
+	if (!s || !len) {
+		memcpy(out->currency, side->currency, 4);
+		*exponent = recon_money_exponent(out->currency);
+		return 0;
+	}
+	if (len != 3) {
+		show(s, len, shown, sizeof(shown));
+		return field_err(err, RECON_COL_CURRENCY, "invalid currency '%s'", shown);
+	}
+	for (int i = 0; i < 3; i++)
+		code[i] = (char)toupper((unsigned char)s[i]);
+	code[3] = '\0';
+	if ((*exponent = recon_money_exponent(code)) < 0) {
+		show(s, len, shown, sizeof(shown));
+		return field_err(err, RECON_COL_CURRENCY, "unknown currency '%s'", shown);
+	}
+	memcpy(out->currency, code, 4);
+	return 0;
+}
+
+/*
+ * The amount: refunds may use their own column and are stored positive; a
+ * reversal becomes a negative refund. *reversal says whether it was one.
+ */
+static int norm_amount(const struct recon_side *side, const struct recon_raw_row *raw, int exponent,
+		       struct recon_row *out, bool *reversal, struct recon_err *err)
+{
+	enum recon_col col;
+	struct recon_err e;
+
 	if (out->entry == RECON_ENTRY_REFUND && side->cols[RECON_COL_REFUND_AMOUNT])
-		amount_col = RECON_COL_REFUND_AMOUNT;
+		col = RECON_COL_REFUND_AMOUNT;
 	else if (side->cols[RECON_COL_AMOUNT_MINOR])
-		amount_col = RECON_COL_AMOUNT_MINOR;
+		col = RECON_COL_AMOUNT_MINOR;
 	else
-		amount_col = RECON_COL_AMOUNT;
-	s = raw->val[amount_col];
-	len = raw->len[amount_col];
-	if (!s)
-		return field_err(err, amount_col, "empty amount");
+		col = RECON_COL_AMOUNT;
+	if (!raw->val[col])
+		return field_err(err, col, "empty amount");
 	recon_err_init(&e);
-	if (recon_money_parse(s, len, exponent,
-			      amount_col == RECON_COL_AMOUNT_MINOR ? RECON_MONEY_MINOR
-								   : side->money_flags,
+	if (recon_money_parse(raw->val[col], raw->len[col], exponent,
+			      col == RECON_COL_AMOUNT_MINOR ? RECON_MONEY_MINOR : side->money_flags,
 			      &out->amount, &e) < 0)
-		return field_err(err, amount_col, "%s", e.msg);
+		return field_err(err, col, "%s", e.msg);
 	if (out->entry == RECON_ENTRY_REFUND && out->amount < 0) {
 		if (out->amount == INT64_MIN)
-			return field_err(err, amount_col, "refund amount out of range");
+			return field_err(err, col, "refund amount out of range");
 		out->amount = -out->amount;
 	}
-	const bool reversal = out->entry == RECON_ENTRY_REFUND_REVERSAL;
-	if (reversal) {
+	*reversal = out->entry == RECON_ENTRY_REFUND_REVERSAL;
+	if (*reversal) {
 		/* the money a dispute (a refund-like debit) took comes back: it offsets the
 		   refunds, whatever sign the format writes it with */
 		if (out->amount == INT64_MIN)
-			return field_err(err, amount_col, "amount out of range");
+			return field_err(err, col, "amount out of range");
 		out->entry = RECON_ENTRY_REFUND;
 		out->amount = out->amount > 0 ? -out->amount : out->amount;
 	}
+	return 0;
+}
 
-	/* status (plain rows) */
-	if (side->cols[RECON_COL_STATUS] && !(upstream && side->cols[RECON_COL_ENTRY_TYPE])) {
-		s = raw->val[RECON_COL_STATUS];
-		len = raw->len[RECON_COL_STATUS];
-		if (s)
-			trim(side, &s, &len);
-		if (!s || !len)
-			return field_err(err, RECON_COL_STATUS, "empty status");
-		v = recon_map_get(&side->status_map, s, len);
-		if (v < 0) {
-			show(s, len, shown, sizeof(shown));
-			return field_err(err, RECON_COL_STATUS,
-					 "unknown status '%s' (not in the %s status map)", shown,
-					 side->role);
-		}
-		out->status = (uint8_t)v;
-		out->flags |= RECON_ROW_HAS_STATUS;
+/* The status of a plain row (not an upstream entry line), through the side's map. */
+static int norm_status(const struct recon_side *side, const struct recon_raw_row *raw,
+		       struct recon_row *out, struct recon_err *err)
+{
+	const char *s = raw->val[RECON_COL_STATUS];
+	size_t len = raw->len[RECON_COL_STATUS];
+	char shown[RECON_QUOTE_BUF];
+	int v;
+
+	if (s)
+		trim(side, &s, &len);
+	if (!s || !len)
+		return field_err(err, RECON_COL_STATUS, "empty status");
+	v = recon_map_get(&side->status_map, s, len);
+	if (v < 0) {
+		show(s, len, shown, sizeof(shown));
+		return field_err(err, RECON_COL_STATUS,
+				 "unknown status '%s' (not in the %s status map)", shown,
+				 side->role);
 	}
+	out->status = (uint8_t)v;
+	out->flags |= RECON_ROW_HAS_STATUS;
+	return 0;
+}
 
-	/*
-	 * Entry identity (DESIGN "Entry identity"): a refund is its refund id, or
-	 * id-less (key, amount, time): two partial refunds of one payment carry
-	 * the same transaction id and are still two refunds. Anything else is its
-	 * transaction id. The compare pairs the id with the key.
-	 */
+/*
+ * Entry identity (DESIGN "Entry identity"): a refund is its refund id, or
+ * id-less (key, amount, time): two partial refunds of one payment carry the
+ * same transaction id and are still two refunds. Anything else is its
+ * transaction id. The compare pairs the id with the key.
+ */
+static int norm_entry_id(const struct recon_side *side, const struct recon_raw_row *raw,
+			 bool reversal, struct recon_arena *arena, struct recon_row *out,
+			 struct recon_err *err)
+{
 	enum recon_col idc = RECON_COL_TXN_ID;
+	const char *s;
+	size_t len;
+
 	/* a reversal names the refund it undoes (Stripe: the dispute's id): its own
 	   transaction id tells it apart from that refund */
 	if (out->entry == RECON_ENTRY_REFUND && !reversal && !(out->flags & RECON_ROW_HAS_STATUS))
@@ -349,6 +354,44 @@ int recon_normalize_row(const struct recon_side *side, const struct recon_raw_ro
 		out->entry_id = recon_arena_strndup(arena, s, len);
 		out->entry_id_len = (uint32_t)len;
 	}
+	return 0;
+}
+
+int recon_normalize_row(const struct recon_side *side, const struct recon_raw_row *raw,
+			struct recon_arena *arena, struct recon_row *out, struct recon_err *err)
+{
+	const bool upstream = side->role[0] == 'u';
+	const bool entry_lines = upstream && side->cols[RECON_COL_ENTRY_TYPE];
+	bool reversal = false;
+	int exponent = 0, rc;
+	struct recon_err e;
+
+	memset(out, 0, sizeof(*out));
+	out->line = raw->line;
+	if (raw->reject)
+		return recon_err_set(err, RECON_EVALUE, "row", "%s", raw->reject);
+
+	/* entry kind first: keyless lines (fees, payouts) carry no key */
+	out->entry = RECON_ENTRY_PAYMENT;
+	if (entry_lines && (rc = norm_entry_type(side, raw, arena, out, err)) != RECON_NORM_ROW)
+		return rc;
+	if ((rc = join_key(side, raw, arena, out, err)) < 0)
+		return rc;
+
+	if (!raw->val[RECON_COL_TIME])
+		return field_err(err, RECON_COL_TIME, "empty time");
+	recon_err_init(&e);
+	if (recon_time_parse_format(raw->val[RECON_COL_TIME], raw->len[RECON_COL_TIME],
+				    side->time_format, side->tz, &out->time, &e) < 0)
+		return field_err(err, RECON_COL_TIME, "%s", e.msg);
+	out->flags |= RECON_ROW_TIMED; /* known even when a later field is rejected */
+
+	if ((rc = norm_currency(side, raw, out, &exponent, err)) < 0 ||
+	    (rc = norm_amount(side, raw, exponent, out, &reversal, err)) < 0 ||
+	    (side->cols[RECON_COL_STATUS] && !entry_lines &&
+	     (rc = norm_status(side, raw, out, err)) < 0) ||
+	    (rc = norm_entry_id(side, raw, reversal, arena, out, err)) < 0)
+		return rc;
 	return RECON_NORM_ROW;
 }
 
