@@ -16,6 +16,7 @@
 #ifndef RECON_SOURCE_H
 #define RECON_SOURCE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +114,24 @@ struct recon_source_key {
 				  sources only" */
 };
 
+/*
+ * What a backend's preflight is asked and where it reports. Each line's code:
+ * 0 passed, -1 a warning, else the exit code of the failure (69 connection,
+ * 77 grant, 78 configuration).
+ */
+struct recon_probe {
+	const char *env;	   /* the variable holding the DSN (set and non-empty) */
+	bool writer;		   /* the writer's grants (SELECT, INSERT, sequences), else the
+				      reader's (SELECT, and read-only) */
+	const char *const *tables; /* writer: the merchant's tables besides s->table, NULL-ended */
+	void (*say)(void *arg, int code, const char *fmt, va_list ap);
+	void *arg;
+};
+
+/* Reports one line of a preflight through p->say. */
+void recon_probe_say(const struct recon_probe *p, int code, const char *fmt, ...)
+    RECON_PRINTF(3, 4);
+
 struct recon_source_backend {
 	const char *name;      /* the job file's "kind": "csv", "sqlite", "postgres", "mysql" */
 	unsigned caps;	       /* RECON_SOURCE_* */
@@ -143,6 +162,14 @@ struct recon_source_backend {
 	 * 0 once the whole input went through the reader, -1 before that.
 	 */
 	int (*digest)(const struct recon_source *src, char hex[65]);
+	/*
+	 * Optional (RECON_SOURCE_DSN): the preflight of recon validate: connects
+	 * with the DSN in p->env and reports the grants on s->table (and, for the
+	 * writer, on p->tables) through recon_probe_say(), one line a check.
+	 * NULL: validate says this build lacks the driver.
+	 */
+	void (*probe)(const struct recon_job *job, const struct recon_side *s,
+		      const struct recon_probe *p);
 };
 
 extern const struct recon_source_backend recon_source_csv;

@@ -18,13 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifdef RECON_HAVE_POSTGRES
-#include <libpq-fe.h>
-#endif
-#ifdef RECON_HAVE_MYSQL
-#include <mysql.h>
-#endif
-
 #include "recon_buf.h"
 #include "recon_cmd.h"
 #include "recon_dsn.h"
@@ -150,211 +143,19 @@ static void check_file(struct report *r, const struct recon_side *s)
 		    s->path);
 }
 
-#ifdef RECON_HAVE_POSTGRES
-/* One row of privileges on `table`: SELECT, INSERT, UPDATE, DELETE, sequences without USAGE. */
-static PGresult *pg_privileges(PGconn *c, const char *table)
-{
-	static const char sql[] =
-	    "SELECT has_table_privilege($1::text, 'SELECT'), has_table_privilege($1::text, "
-	    "'INSERT'), has_table_privilege($1::text, 'UPDATE'), has_table_privilege($1::text, "
-	    "'DELETE'), (SELECT string_agg(s, ', ') FROM (SELECT pg_get_serial_sequence($1::text, "
-	    "attname) AS s FROM pg_attribute WHERE attrelid = $1::text::regclass AND attnum > 0 "
-	    "AND NOT attisdropped) x WHERE s IS NOT NULL AND NOT has_sequence_privilege(s, "
-	    "'USAGE'))";
-	const char *params[1] = {table};
-
-	return PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
-}
-
-static bool pg_yes(const PGresult *res, int col)
-{
-	return !strcmp(PQgetvalue(res, 0, col), "t");
-}
-
-/* First line of libpq's message, the password (if any) masked. */
-static const char *pg_msg(PGconn *c, const char *secret, char *buf, size_t size)
-{
-	return recon_dsn_first_line(PQerrorMessage(c), secret, buf, size);
-}
-
-static void check_pg(struct report *r, const struct recon_job *job, const struct recon_side *s,
-		     const char *what, const char *env, bool writer)
-{
-	static const char *const kw[] = {"connect_timeout", "fallback_application_name", "dbname",
-					 NULL};
-	const char *vals[4] = {"10", "recon-validate", getenv(env), NULL};
-	char msg[256], secret[128] = "";
-	PQconninfoOption *opts = PQconninfoParse(vals[2], NULL);
-	PGconn *c = NULL;
-	PGresult *res = NULL;
-
-	if (!opts) {
-		say(r, 78, what, "the connection string in '%s' is not valid for libpq", env);
-		return;
-	}
-	for (PQconninfoOption *o = opts; o->keyword; o++)
-		if (!strcmp(o->keyword, "password") && o->val)
-			snprintf(secret, sizeof(secret), "%s", o->val);
-	PQconninfoFree(opts);
-	c = PQconnectdbParams(kw, vals, 1);
-	if (!c || PQstatus(c) != CONNECTION_OK) {
-		say(r, 69, what, "postgres '%s': cannot connect: %s", env,
-		    c ? pg_msg(c, secret, msg, sizeof(msg)) : "out of memory");
-		goto out;
-	}
-	say(r, 0, what, "postgres '%s': connected as '%s' to %s", env, PQuser(c), PQdb(c));
-	for (int t = -1; t < 0 || (writer && merchant_tables[t]); t++) {
-		const char *table = t < 0 ? s->table : merchant_tables[t];
-		PQclear(res);
-		res = pg_privileges(c, table);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			say(r, 69, what, "table '%s': %s", table,
-			    recon_dsn_first_line(PQresultErrorMessage(res), secret, msg,
-						 sizeof(msg)));
-			continue;
-		}
-		if (!pg_yes(res, 0) || (writer && !pg_yes(res, 1)))
-			say(r, 77, what, "table '%s': needs %s (GRANT %s ON %s TO %s)", table,
-			    writer ? "SELECT and INSERT" : "SELECT",
-			    writer ? "SELECT, INSERT" : "SELECT", table, PQuser(c));
-		else if (writer && t < 0 && job->actions.transition_to && !pg_yes(res, 2))
-			say(r, 77, what, "table '%s': the transition needs UPDATE", table);
-		else if (writer && !PQgetisnull(res, 0, 4))
-			say(r, 77, what, "table '%s': needs USAGE on sequence %s", table,
-			    PQgetvalue(res, 0, 4));
-		else if (!writer && (pg_yes(res, 1) || pg_yes(res, 2) || pg_yes(res, 3)))
-			say(r, -1, what,
-			    "table '%s': the reader may write it (read in READ ONLY transactions; "
-			    "a SELECT-only user is safer)",
-			    table);
-		else
-			say(r, 0, what, "table '%s': %s", table,
-			    writer ? "SELECT, INSERT and sequences granted" : "SELECT only");
-	}
-out:
-	PQclear(res);
-	PQfinish(c);
-}
-#endif
-
-#ifdef RECON_HAVE_MYSQL
-/* The privileges the current user holds on `table` (global, schema, table level), one a row. */
-static bool my_has(MYSQL *c, const char *table, const char *priv)
-{
-	struct recon_buf q;
-	MYSQL_RES *res = NULL;
-	MYSQL_ROW row;
-	bool yes = false;
-
-	recon_buf_init(&q);
-	/* table is a validated identifier and priv a constant: no quoting needed */
-	recon_buf_addf(
-	    &q,
-	    "SELECT count(*) FROM (SELECT privilege_type FROM information_schema.user_privileges "
-	    "WHERE grantee = @recon_g UNION ALL SELECT privilege_type FROM "
-	    "information_schema.schema_privileges WHERE grantee = @recon_g AND table_schema = "
-	    "DATABASE() UNION ALL SELECT privilege_type FROM information_schema.table_privileges "
-	    "WHERE grantee = @recon_g AND table_schema = DATABASE() AND table_name = '%s') p "
-	    "WHERE privilege_type IN ('%s', 'ALL PRIVILEGES')",
-	    table, priv);
-	if (!mysql_query(c, q.s) && (res = mysql_store_result(c)) && (row = mysql_fetch_row(res)))
-		yes = row[0] && strcmp(row[0], "0");
-	mysql_free_result(res);
-	recon_buf_release(&q);
-	return yes;
-}
-
-static void check_my(struct report *r, const struct recon_job *job, const struct recon_side *s,
-		     const char *what, const char *env, bool writer)
-{
-	struct recon_dsn_mysql d;
-	struct recon_err err;
-	struct recon_buf q;
-	char msg[256], buf[512];
-	unsigned timeout = 10;
-	MYSQL *c = NULL;
-
-	recon_err_init(&err);
-	recon_dsn_mysql_init(&d);
-	recon_buf_init(&q);
-	if (recon_dsn_mysql_parse(getenv(env), env, &d, &err) < 0) {
-		say(r, 78, what, "%s", recon_err_str(&err, buf, sizeof(buf)));
-		goto out;
-	}
-	if (d.connect_timeout)
-		timeout = d.connect_timeout;
-	if (!(c = mysql_init(NULL))) {
-		say(r, 69, what, "mysql '%s': out of memory", env);
-		goto out;
-	}
-	mysql_options(c, MYSQL_READ_DEFAULT_GROUP, "client");
-	mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-	if (!mysql_real_connect(c, d.host, d.user, d.password, d.db, d.port, d.socket, 0)) {
-		say(r, 69, what, "mysql '%s': cannot connect: %s", env,
-		    recon_dsn_first_line(mysql_error(c), d.password, msg, sizeof(msg)));
-		goto out;
-	}
-	say(r, 0, what, "mysql '%s': connected to %s", env, d.db ? d.db : "(no database)");
-	if (mysql_query(c, "SET @recon_g = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), "
-			   "'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')")) {
-		say(r, 69, what, "mysql '%s': %s", env,
-		    recon_dsn_first_line(mysql_error(c), d.password, msg, sizeof(msg)));
-		goto out;
-	}
-	for (int t = -1; t < 0 || (writer && merchant_tables[t]); t++) {
-		const char *table = t < 0 ? s->table : merchant_tables[t];
-		MYSQL_RES *res;
-		recon_buf_reset(&q);
-		recon_buf_addf(&q, "SELECT 1 FROM `%s` LIMIT 0", table);
-		if (mysql_query(c, q.s)) {
-			say(r, mysql_errno(c) == 1142 ? 77 : 69, what, "table '%s': %s", table,
-			    recon_dsn_first_line(mysql_error(c), d.password, msg, sizeof(msg)));
-			continue;
-		}
-		res = mysql_store_result(c);
-		mysql_free_result(res);
-		if (writer && !my_has(c, table, "INSERT"))
-			say(r, 77, what,
-			    "table '%s': needs INSERT (GRANT SELECT, INSERT ON %s TO ...)", table,
-			    table);
-		else if (writer && t < 0 && job->actions.transition_to &&
-			 !my_has(c, table, "UPDATE"))
-			say(r, 77, what, "table '%s': the transition needs UPDATE", table);
-		else if (!writer && (my_has(c, table, "INSERT") || my_has(c, table, "UPDATE") ||
-				     my_has(c, table, "DELETE")))
-			say(r, -1, what,
-			    "table '%s': the reader may write it (read in READ ONLY transactions; "
-			    "a SELECT-only user is safer)",
-			    table);
-		else
-			say(r, 0, what, "table '%s': %s", table,
-			    writer ? "SELECT and INSERT granted" : "SELECT only");
-	}
-out:
-	mysql_close(c);
-	recon_dsn_mysql_release(&d);
-	recon_buf_release(&q);
-}
-#endif
-
-/*
- * The connection probes of the backends that take a DSN (RECON_SOURCE_DSN),
- * by backend name: a backend without one is reported as not built in.
- */
-typedef void probe_fn(struct report *r, const struct recon_job *job, const struct recon_side *s,
-		      const char *what, const char *env, bool writer);
-static const struct {
-	const char *backend;
-	probe_fn *check;
-} probes[] = {
-#ifdef RECON_HAVE_POSTGRES
-    {"postgres", check_pg},
-#endif
-#ifdef RECON_HAVE_MYSQL
-    {"mysql", check_my},
-#endif
-    {NULL, NULL},
+struct probe_arg {
+	struct report *r;
+	const char *what;
 };
+
+static void probe_say(void *arg, int code, const char *fmt, va_list ap)
+{
+	struct probe_arg *pa = arg;
+	char line[1024];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	say(pa->r, code, pa->what, "%s", line);
+}
 
 /* A database side (reader) or the writer: its variable set, then the connection and grants. */
 static void check_db(struct report *r, const struct recon_job *job, const struct recon_side *s,
@@ -367,13 +168,16 @@ static void check_db(struct report *r, const struct recon_job *job, const struct
 		return;
 	}
 	say(r, 0, "env", "'%s' (%s) is set", env, field);
-	for (size_t i = 0; probes[i].backend; i++) {
-		if (!strcmp(probes[i].backend, s->backend->name)) {
-			probes[i].check(r, job, s, what, env, writer);
-			return;
-		}
+	if (!s->backend->probe) {
+		say(r, 69, what, "%s: this recon was built without its driver", s->role);
+		return;
 	}
-	say(r, 69, what, "%s: this recon was built without its driver", s->role);
+	s->backend->probe(job, s,
+			  &(struct recon_probe){.env = env,
+						.writer = writer,
+						.tables = merchant_tables,
+						.say = probe_say,
+						.arg = &(struct probe_arg){r, what}});
 }
 
 static void check_side(struct report *r, const struct recon_job *job, const struct recon_side *s)

@@ -62,6 +62,15 @@ void recon_source_backend_names(unsigned caps, const char *last_sep, char *buf, 
 	}
 }
 
+void recon_probe_say(const struct recon_probe *p, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	p->say(p->arg, code, fmt, ap);
+	va_end(ap);
+}
+
 bool recon_source_has(const struct recon_side *side, unsigned caps)
 {
 	return side->backend && (side->backend->caps & caps) == caps;

@@ -622,9 +622,116 @@ static const struct recon_source_ops my_ops = {
     .close = my_close,
 };
 
+/* ---- recon validate: connection and grants ---- */
+
+/* The privileges the current user holds on `table` (global, schema, table level), one a row. */
+static bool probe_has(MYSQL *c, const char *table, const char *priv)
+{
+	struct recon_buf q;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	bool yes = false;
+
+	recon_buf_init(&q);
+	/* table is a validated identifier and priv a constant: no quoting needed */
+	recon_buf_addf(
+	    &q,
+	    "SELECT count(*) FROM (SELECT privilege_type FROM information_schema.user_privileges "
+	    "WHERE grantee = @recon_g UNION ALL SELECT privilege_type FROM "
+	    "information_schema.schema_privileges WHERE grantee = @recon_g AND table_schema = "
+	    "DATABASE() UNION ALL SELECT privilege_type FROM information_schema.table_privileges "
+	    "WHERE grantee = @recon_g AND table_schema = DATABASE() AND table_name = '%s') p "
+	    "WHERE privilege_type IN ('%s', 'ALL PRIVILEGES')",
+	    table, priv);
+	if (!mysql_query(c, q.s) && (res = mysql_store_result(c)) && (row = mysql_fetch_row(res)))
+		yes = row[0] && strcmp(row[0], "0");
+	mysql_free_result(res);
+	recon_buf_release(&q);
+	return yes;
+}
+
+/* The preflight of recon validate (recon_source_backend.probe). */
+static void my_probe(const struct recon_job *job, const struct recon_side *s,
+		     const struct recon_probe *p)
+{
+	const char *env = p->env;
+	const bool writer = p->writer;
+	struct recon_dsn_mysql d;
+	struct recon_err err;
+	struct recon_buf q;
+	char msg[256], buf[512];
+	unsigned timeout = 10;
+	MYSQL *c = NULL;
+
+	recon_err_init(&err);
+	recon_dsn_mysql_init(&d);
+	recon_buf_init(&q);
+	if (recon_dsn_mysql_parse(getenv(env), env, &d, &err) < 0) {
+		recon_probe_say(p, 78, "%s", recon_err_str(&err, buf, sizeof(buf)));
+		goto out;
+	}
+	if (d.connect_timeout)
+		timeout = d.connect_timeout;
+	if (!(c = mysql_init(NULL))) {
+		recon_probe_say(p, 69, "mysql '%s': out of memory", env);
+		goto out;
+	}
+	mysql_options(c, MYSQL_READ_DEFAULT_GROUP, "client");
+	mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	if (!mysql_real_connect(c, d.host, d.user, d.password, d.db, d.port, d.socket, 0)) {
+		recon_probe_say(p, 69, "mysql '%s': cannot connect: %s", env,
+				recon_dsn_first_line(mysql_error(c), d.password, msg, sizeof(msg)));
+		goto out;
+	}
+	recon_probe_say(p, 0, "mysql '%s': connected to %s", env, d.db ? d.db : "(no database)");
+	if (mysql_query(c, "SET @recon_g = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), "
+			   "'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')")) {
+		recon_probe_say(p, 69, "mysql '%s': %s", env,
+				recon_dsn_first_line(mysql_error(c), d.password, msg, sizeof(msg)));
+		goto out;
+	}
+	for (int t = -1; t < 0 || (writer && p->tables[t]); t++) {
+		const char *table = t < 0 ? s->table : p->tables[t];
+		MYSQL_RES *res;
+		recon_buf_reset(&q);
+		recon_buf_addf(&q, "SELECT 1 FROM `%s` LIMIT 0", table);
+		if (mysql_query(c, q.s)) {
+			recon_probe_say(
+			    p, mysql_errno(c) == 1142 ? 77 : 69, "table '%s': %s", table,
+			    recon_dsn_first_line(mysql_error(c), d.password, msg, sizeof(msg)));
+			continue;
+		}
+		res = mysql_store_result(c);
+		mysql_free_result(res);
+		if (writer && !probe_has(c, table, "INSERT"))
+			recon_probe_say(
+			    p, 77, "table '%s': needs INSERT (GRANT SELECT, INSERT ON %s TO ...)",
+			    table, table);
+		else if (writer && t < 0 && job->actions.transition_to &&
+			 !probe_has(c, table, "UPDATE"))
+			recon_probe_say(p, 77, "table '%s': the transition needs UPDATE", table);
+		else if (!writer &&
+			 (probe_has(c, table, "INSERT") || probe_has(c, table, "UPDATE") ||
+			  probe_has(c, table, "DELETE")))
+			recon_probe_say(
+			    p, -1,
+			    "table '%s': the reader may write it (read in READ ONLY transactions; "
+			    "a SELECT-only user is safer)",
+			    table);
+		else
+			recon_probe_say(p, 0, "table '%s': %s", table,
+					writer ? "SELECT and INSERT granted" : "SELECT only");
+	}
+out:
+	mysql_close(c);
+	recon_dsn_mysql_release(&d);
+	recon_buf_release(&q);
+}
+
 const struct recon_source_backend recon_source_mysql = {
     .name = "mysql",
     .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN | RECON_SOURCE_TIME_PUSHDOWN |
 	    RECON_SOURCE_REREADABLE,
     .ops = &my_ops,
+    .probe = my_probe,
 };

@@ -755,9 +755,102 @@ static const struct recon_source_ops pg_ops = {
     .close = pg_close,
 };
 
+/* ---- recon validate: connection and grants ---- */
+
+/* One row of privileges on `table`: SELECT, INSERT, UPDATE, DELETE, sequences without USAGE. */
+static PGresult *probe_privileges(PGconn *c, const char *table)
+{
+	static const char sql[] =
+	    "SELECT has_table_privilege($1::text, 'SELECT'), has_table_privilege($1::text, "
+	    "'INSERT'), has_table_privilege($1::text, 'UPDATE'), has_table_privilege($1::text, "
+	    "'DELETE'), (SELECT string_agg(s, ', ') FROM (SELECT pg_get_serial_sequence($1::text, "
+	    "attname) AS s FROM pg_attribute WHERE attrelid = $1::text::regclass AND attnum > 0 "
+	    "AND NOT attisdropped) x WHERE s IS NOT NULL AND NOT has_sequence_privilege(s, "
+	    "'USAGE'))";
+	const char *params[1] = {table};
+
+	return PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+}
+
+static bool probe_yes(const PGresult *res, int col)
+{
+	return !strcmp(PQgetvalue(res, 0, col), "t");
+}
+
+/* First line of libpq's message, the password (if any) masked. */
+static const char *probe_msg(PGconn *c, const char *secret, char *buf, size_t size)
+{
+	return recon_dsn_first_line(PQerrorMessage(c), secret, buf, size);
+}
+
+/* The preflight of recon validate (recon_source_backend.probe). */
+static void pg_probe(const struct recon_job *job, const struct recon_side *s,
+		     const struct recon_probe *p)
+{
+	const char *env = p->env;
+	const bool writer = p->writer;
+	static const char *const kw[] = {"connect_timeout", "fallback_application_name", "dbname",
+					 NULL};
+	const char *vals[4] = {"10", "recon-validate", getenv(env), NULL};
+	char msg[256], secret[128] = "";
+	PQconninfoOption *opts = PQconninfoParse(vals[2], NULL);
+	PGconn *c = NULL;
+	PGresult *res = NULL;
+
+	if (!opts) {
+		recon_probe_say(p, 78, "the connection string in '%s' is not valid for libpq", env);
+		return;
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (!strcmp(o->keyword, "password") && o->val)
+			snprintf(secret, sizeof(secret), "%s", o->val);
+	PQconninfoFree(opts);
+	c = PQconnectdbParams(kw, vals, 1);
+	if (!c || PQstatus(c) != CONNECTION_OK) {
+		recon_probe_say(p, 69, "postgres '%s': cannot connect: %s", env,
+				c ? probe_msg(c, secret, msg, sizeof(msg)) : "out of memory");
+		goto out;
+	}
+	recon_probe_say(p, 0, "postgres '%s': connected as '%s' to %s", env, PQuser(c), PQdb(c));
+	for (int t = -1; t < 0 || (writer && p->tables[t]); t++) {
+		const char *table = t < 0 ? s->table : p->tables[t];
+		PQclear(res);
+		res = probe_privileges(c, table);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+			recon_probe_say(p, 69, "table '%s': %s", table,
+					recon_dsn_first_line(PQresultErrorMessage(res), secret, msg,
+							     sizeof(msg)));
+			continue;
+		}
+		if (!probe_yes(res, 0) || (writer && !probe_yes(res, 1)))
+			recon_probe_say(p, 77, "table '%s': needs %s (GRANT %s ON %s TO %s)", table,
+					writer ? "SELECT and INSERT" : "SELECT",
+					writer ? "SELECT, INSERT" : "SELECT", table, PQuser(c));
+		else if (writer && t < 0 && job->actions.transition_to && !probe_yes(res, 2))
+			recon_probe_say(p, 77, "table '%s': the transition needs UPDATE", table);
+		else if (writer && !PQgetisnull(res, 0, 4))
+			recon_probe_say(p, 77, "table '%s': needs USAGE on sequence %s", table,
+					PQgetvalue(res, 0, 4));
+		else if (!writer && (probe_yes(res, 1) || probe_yes(res, 2) || probe_yes(res, 3)))
+			recon_probe_say(
+			    p, -1,
+			    "table '%s': the reader may write it (read in READ ONLY transactions; "
+			    "a SELECT-only user is safer)",
+			    table);
+		else
+			recon_probe_say(p, 0, "table '%s': %s", table,
+					writer ? "SELECT, INSERT and sequences granted"
+					       : "SELECT only");
+	}
+out:
+	PQclear(res);
+	PQfinish(c);
+}
+
 const struct recon_source_backend recon_source_postgres = {
     .name = "postgres",
     .caps = RECON_SOURCE_TABLE | RECON_SOURCE_DSN | RECON_SOURCE_TIME_PUSHDOWN |
 	    RECON_SOURCE_REREADABLE,
     .ops = &pg_ops,
+    .probe = pg_probe,
 };
