@@ -112,6 +112,8 @@ static int group_teardown(void **state)
 	struct fx *fx = *state;
 	char cmd[256];
 
+	if (!fx) /* the group setup failed */
+		return 0;
 	if (!getenv("RECON_KEEP_TMP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
 		if (system(cmd) != 0)
@@ -749,5 +751,11 @@ int main(void)
 					   "RECON_TEST_MYSQL_DSN", "RECON_TEST_MYSQL_RO_DSN", NULL};
 	int rc = support_db_gate("test_db_example", vars);
 
-	return rc ? rc : cmocka_run_group_tests(tests, group_setup, group_teardown);
+	if (rc || (rc = cmocka_run_group_tests(tests, group_setup, group_teardown)))
+		return rc;
+	/* a half-run suite is not a pass: the cases of a missing server were skipped */
+	for (size_t i = 0; vars[i]; i++)
+		if (!support_db_env(vars[i]))
+			return SUPPORT_DB_SKIP;
+	return 0;
 }
