@@ -8,7 +8,8 @@
 /*
  * A backend whose library this build lacks still names its kind: a job
  * naming it loads, opening it fails ("not supported by this build") and
- * `validate` says the driver is missing. Its descriptor is then this stub.
+ * `validate` says the driver is missing. Its descriptor is then this one,
+ * with a name and capabilities but no ops.
  */
 #ifndef RECON_HAVE_POSTGRES
 const struct recon_source_backend recon_source_postgres = {
