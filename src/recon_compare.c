@@ -302,6 +302,7 @@ struct recon_compare {
 	struct store idstore;
 	/* speculative duplicate check (recon_compare_speculate_ids) */
 	bool speculate;
+	bool ids_checked, ids_distinct; /* recon_compare_ids_distinct() ran: its answer */
 	struct fpbucket fps[FP_BUCKETS];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -942,7 +943,7 @@ static void fp_add(struct recon_compare *cmp, uint64_t fp)
 	b->v[b->n++] = fp;
 }
 
-bool recon_compare_ids_distinct(const struct recon_compare *cmp)
+bool recon_compare_ids_distinct(struct recon_compare *cmp)
 {
 	uint64_t *set = NULL;
 	size_t cap = 0;
@@ -950,6 +951,8 @@ bool recon_compare_ids_distinct(const struct recon_compare *cmp)
 
 	if (!cmp->speculate)
 		return true;
+	if (cmp->ids_checked)
+		return cmp->ids_distinct;
 	for (size_t bi = 0; bi < FP_BUCKETS && distinct; bi++) {
 		const struct fpbucket *b = &cmp->fps[bi];
 		size_t want = 16, mask;
@@ -984,6 +987,14 @@ bool recon_compare_ids_distinct(const struct recon_compare *cmp)
 		}
 	}
 	free(set);
+	/* the fingerprints (8 bytes an entry) are not needed past this: their memory goes
+	   before classification and recording, where the run's peak would otherwise be */
+	for (size_t bi = 0; bi < FP_BUCKETS; bi++) {
+		free(cmp->fps[bi].v);
+		memset(&cmp->fps[bi], 0, sizeof(cmp->fps[bi]));
+	}
+	cmp->ids_checked = true;
+	cmp->ids_distinct = distinct;
 	return distinct;
 }
 
