@@ -207,7 +207,12 @@ static void store_release(struct store *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Open addressing, linear probing; ref 0 marks an empty slot. */
+/*
+ * Open addressing, linear probing; ref 0 marks an empty slot. A tag's home
+ * slot is its fraction of the capacity (tag * cap / 2^32), so the capacity
+ * need not be a power of two: a table is sized to its keys (at most 0.7
+ * full), not to the next power of two (up to 2x the memory).
+ */
 struct slot {
 	uint32_t h;
 	uint32_t ref;
@@ -215,9 +220,19 @@ struct slot {
 
 struct slots {
 	struct slot *v;
-	size_t cap; /* power of two */
+	size_t cap; /* at most 2^32 */
 	size_t n;
 };
+
+static inline size_t slot_home(const struct slots *t, uint32_t tag)
+{
+	return (size_t)(((uint64_t)tag * t->cap) >> 32);
+}
+
+static inline size_t slot_next(const struct slots *t, size_t i)
+{
+	return i + 1 == t->cap ? 0 : i + 1;
+}
 
 static void slots_init(struct slots *t, size_t cap)
 {
@@ -226,22 +241,32 @@ static void slots_init(struct slots *t, size_t cap)
 	t->v = big_alloc(recon_st_mult(cap, sizeof(*t->v)), true);
 }
 
-static void slots_grow(struct slots *t)
+/* Rehashes into ncap slots (ncap > t->cap). */
+static void slots_resize(struct slots *t, size_t ncap)
 {
-	size_t ncap = recon_st_mult(t->cap, 2), mask = ncap - 1;
-	struct slot *nv = big_alloc(recon_st_mult(ncap, sizeof(*nv)), true);
+	struct slots nt;
 
+	slots_init(&nt, ncap);
 	for (size_t i = 0; i < t->cap; i++) {
 		size_t j;
 		if (!t->v[i].ref)
 			continue;
-		for (j = t->v[i].h & mask; nv[j].ref; j = (j + 1) & mask)
+		for (j = slot_home(&nt, t->v[i].h); nt.v[j].ref; j = slot_next(&nt, j))
 			;
-		nv[j] = t->v[i];
+		nt.v[j] = t->v[i];
 	}
 	free(t->v);
-	t->v = nv;
+	t->v = nt.v;
 	t->cap = ncap;
+}
+
+static void slots_grow(struct slots *t)
+{
+	if (t->cap >= (size_t)1 << 32) {
+		fprintf(stderr, "recon: compare: more than 2^32 slots in one table\n");
+		abort();
+	}
+	slots_resize(t, t->cap * 2 < (size_t)1 << 32 ? t->cap * 2 : (size_t)1 << 32);
 }
 
 /* Identity of one statement entry without an id, in a widened key. */
@@ -521,7 +546,7 @@ static struct krec *find_rec(const struct recon_compare *cmp, const char *key, s
 	const struct slots *t = &p->keys;
 	const uint32_t tag = (uint32_t)h;
 
-	for (size_t i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+	for (size_t i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
 		if (t->v[i].h == tag) {
 			struct krec *r = store_at(&p->recs, t->v[i].ref);
 			if (r->key_len == len && bytes_eq(r->key, key, len))
@@ -539,7 +564,7 @@ static struct krec *get_rec(struct part *p, const char *key, size_t len, uint64_
 	struct krec *r;
 	uint32_t ref;
 
-	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+	for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
 		if (t->v[i].h == tag) {
 			r = store_at(&p->recs, t->v[i].ref);
 			if (r->key_len == len && bytes_eq(r->key, key, len))
@@ -552,7 +577,7 @@ static struct krec *get_rec(struct part *p, const char *key, size_t len, uint64_
 	}
 	if ((t->n + 1) * 10 > t->cap * 7) {
 		slots_grow(t);
-		for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1))
+		for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i))
 			;
 	}
 	r = store_alloc(&p->recs, REC_SIZE(len), &ref);
@@ -642,7 +667,7 @@ static bool id_seen(struct recon_compare *cmp, const struct recon_row *row)
 	n = id_pack(row->entry, row->key, row->key_len, row->entry_id, row->entry_id_len, pk);
 	h = key_hash(pk, n);
 	tag = (uint32_t)h;
-	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+	for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
 		if (t->v[i].h == tag) {
 			const unsigned char *q = store_at(&cmp->idstore, t->v[i].ref);
 			if (id_packed_len(q) == n && !memcmp(q, pk, n)) {
@@ -653,7 +678,7 @@ static bool id_seen(struct recon_compare *cmp, const struct recon_row *row)
 	}
 	if ((t->n + 1) * 10 > t->cap * 7) {
 		slots_grow(t);
-		for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1))
+		for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i))
 			;
 	}
 	memcpy(store_alloc(&cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
@@ -1022,27 +1047,28 @@ void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struc
 /* Grows a table to hold n entries under the 0.7 load limit. */
 static void slots_reserve(struct slots *t, uint64_t n)
 {
-	size_t cap = t->cap;
+	uint64_t cap;
 
 	if (n > ((uint64_t)1 << 31))
 		n = (uint64_t)1 << 31;
-	while ((uint64_t)cap * 7 < n * 10)
-		cap *= 2;
-	if (cap == t->cap)
+	cap = n * 10 / 7 + 64;
+	if (cap <= t->cap)
 		return;
 	if (!t->n) {
 		free(t->v);
-		slots_init(t, cap);
+		slots_init(t, (size_t)cap);
 		return;
 	}
-	while (t->cap < cap)
-		slots_grow(t);
+	slots_resize(t, (size_t)cap);
 }
 
 void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t upstream_entries)
 {
-	for (int i = 0; i < NPART; i++)
-		slots_reserve(&cmp->part[i].keys, keys / NPART + keys / 64);
+	/* each partition its share of the keys (recon_compare_balance), and 1/64 to spare */
+	const uint64_t share0 = cmp->split >> 22; /* of 1024 */
+
+	slots_reserve(&cmp->part[0].keys, keys * share0 / 1024 + keys / 64);
+	slots_reserve(&cmp->part[1].keys, keys * (1024 - share0) / 1024 + keys / 64);
 	if (!cmp->speculate) {
 		slots_reserve(&cmp->ids, upstream_entries);
 		return;
@@ -1138,15 +1164,14 @@ static size_t batch_index(const struct batch *b, size_t **offs, size_t *aoffs)
 
 static inline void prefetch_slot(const struct slots *t, uint64_t h)
 {
-	__builtin_prefetch(&t->v[(uint32_t)h & (t->cap - 1)]);
+	__builtin_prefetch(&t->v[slot_home(t, (uint32_t)h)]);
 }
 
 /* Prefetches the record of the first slot whose tag matches h, if any (a few probes). */
 static inline void prefetch_rec(const struct slots *t, const struct store *st, uint64_t h)
 {
-	const size_t mask = t->cap - 1;
-
-	for (size_t i = (uint32_t)h & mask, k = 0; k < 8 && t->v[i].ref; i = (i + 1) & mask, k++) {
+	for (size_t i = slot_home(t, (uint32_t)h), k = 0; k < 8 && t->v[i].ref;
+	     i = slot_next(t, i), k++) {
 		if (t->v[i].h == (uint32_t)h) {
 			/* records are 8-byte aligned: the key usually ends in the next line */
 			const char *r = store_at(st, t->v[i].ref);
@@ -1340,7 +1365,7 @@ static bool id_seen_packed(struct recon_compare *cmp, const unsigned char *pk, s
 	size_t i;
 	uint32_t ref;
 
-	for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1)) {
+	for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
 		if (t->v[i].h == tag) {
 			const unsigned char *q = store_at(&cmp->idstore, t->v[i].ref);
 			if (id_packed_len(q) == n && bytes_eq(q, pk, n))
@@ -1349,7 +1374,7 @@ static bool id_seen_packed(struct recon_compare *cmp, const unsigned char *pk, s
 	}
 	if ((t->n + 1) * 10 > t->cap * 7) {
 		slots_grow(t);
-		for (i = tag & (t->cap - 1); t->v[i].ref; i = (i + 1) & (t->cap - 1))
+		for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i))
 			;
 	}
 	memcpy(store_alloc(&cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
