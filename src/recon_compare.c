@@ -951,12 +951,14 @@ void recon_compare_speculate_ids(struct recon_compare *cmp)
 	cmp->speculate = true;
 }
 
-/* The fingerprint of an entry (key, type and id); equal entries have equal ones. */
-static uint64_t id_fingerprint(const struct recon_row *row)
+/*
+ * The fingerprint of an entry (key, type and id); equal entries have equal ones.
+ * kh: key_hash() of the row's key, which the caller has already.
+ */
+static uint64_t id_fingerprint(const struct recon_row *row, uint64_t kh)
 {
 	return key_hash(row->entry_id, row->entry_id_len) ^
-	       ((uint64_t)row->entry + 1) * 0x9e3779b97f4a7c15ULL ^
-	       (key_hash(row->key, row->key_len) * 0xd6e8feb86659fd93ULL);
+	       ((uint64_t)row->entry + 1) * 0x9e3779b97f4a7c15ULL ^ (kh * 0xd6e8feb86659fd93ULL);
 }
 
 static void fp_add(struct recon_compare *cmp, uint64_t fp)
@@ -1029,7 +1031,7 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 	int iddup = -1;
 
 	if (side != RECON_SIDE_LOCAL && row->entry_id && cmp->speculate) {
-		fp_add(cmp, id_fingerprint(row));
+		fp_add(cmp, id_fingerprint(row, h));
 		iddup = 0;
 	} else if (side != RECON_SIDE_LOCAL && row->entry_id) {
 		iddup = id_seen(cmp, row);
@@ -1465,7 +1467,7 @@ static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bo
 	memcpy(w.currency, row->currency, 4);
 	if (f->side == RECON_SIDE_UPSTREAM && f->cmp->speculate) {
 		if (!rejected && row->entry_id) {
-			fp_add(f->cmp, id_fingerprint(row));
+			fp_add(f->cmp, id_fingerprint(row, w.h));
 			w.op = OP_ADD;
 		}
 		route(f, &w, row->key);
