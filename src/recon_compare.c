@@ -149,6 +149,15 @@ static void *big_alloc(size_t n, bool zero)
 			(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
 	}
 #endif
+#ifdef MADV_POPULATE_WRITE
+	/*
+	 * A record chunk fills up front to back: its pages are faulted in at once
+	 * (one call, not 512 faults; Linux 5.14, else ignored). At 10M: system
+	 * time 1.15 -> 0.82 s, CPU 9.6 -> 9.0 s (interleaved, 2 runs each).
+	 */
+	if (!zero)
+		(void)madvise(p, n, MADV_POPULATE_WRITE);
+#endif
 	return p;
 }
 
