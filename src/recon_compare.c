@@ -499,47 +499,7 @@ static size_t id_packed_len(const unsigned char *p)
 	return head + 5 + (size_t)l;
 }
 
-/* Records the entry id of an upstream row; true when it was seen before (a duplicate). */
-bool recon_compare_id_seen(struct recon_compare *cmp, const struct recon_row *row)
-{
-	struct slots *t = &cmp->ids;
-	unsigned char small[160], *pk = small;
-	size_t n, i;
-	uint64_t h;
-	uint32_t tag, ref;
-	bool dup = false;
-
-	if (id_pack_max(row) > sizeof(small))
-		pk = recon_xmalloc(id_pack_max(row));
-	n = recon_compare_id_pack(row->entry, row->key, row->key_len, row->entry_id,
-				  row->entry_id_len, pk);
-	h = key_hash(pk, n);
-	tag = (uint32_t)h;
-	for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
-		if (t->v[i].h == tag) {
-			const unsigned char *q = store_at(&cmp->idstore, t->v[i].ref);
-			if (id_packed_len(q) == n && !memcmp(q, pk, n)) {
-				dup = true;
-				goto out;
-			}
-		}
-	}
-	if ((t->n + 1) * 10 > t->cap * 7) {
-		slots_grow(t);
-		for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i))
-			;
-	}
-	memcpy(store_alloc(&cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
-	t->v[i].h = tag;
-	t->v[i].ref = ref;
-	t->n++;
-out:
-	if (pk != small)
-		free(pk);
-	return dup;
-}
-
-/* Hash of a packed id, and whether the packed id is already in the table (then a duplicate). */
+/* Whether a packed id (h: its key_hash()) is in the table already (a duplicate); else adds it. */
 bool recon_compare_id_seen_packed(struct recon_compare *cmp, const unsigned char *pk, size_t n,
 				  uint64_t h)
 {
@@ -565,6 +525,23 @@ bool recon_compare_id_seen_packed(struct recon_compare *cmp, const unsigned char
 	t->v[i].ref = ref;
 	t->n++;
 	return false;
+}
+
+/* Records the entry id of an upstream row; true when it was seen before (a duplicate). */
+bool recon_compare_id_seen(struct recon_compare *cmp, const struct recon_row *row)
+{
+	unsigned char small[160], *pk = small;
+	size_t n;
+	bool dup;
+
+	if (id_pack_max(row) > sizeof(small))
+		pk = recon_xmalloc(id_pack_max(row));
+	n = recon_compare_id_pack(row->entry, row->key, row->key_len, row->entry_id,
+				  row->entry_id_len, pk);
+	dup = recon_compare_id_seen_packed(cmp, pk, n, key_hash(pk, n));
+	if (pk != small)
+		free(pk);
+	return dup;
 }
 
 static bool ident_eq(const struct ident *a, const struct ident *b)
