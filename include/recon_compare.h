@@ -180,8 +180,11 @@ void recon_compare_balance(struct recon_compare *cmp, int64_t upstream_share);
  * row is added.
  */
 void recon_compare_speculate_ids(struct recon_compare *cmp);
-/* After the rows are added: true when no two entries share a fingerprint (or no speculation). */
-bool recon_compare_ids_distinct(const struct recon_compare *cmp);
+/*
+ * After the rows are added: true when no two entries share a fingerprint (or no
+ * speculation). The first call frees the fingerprints; later ones repeat its answer.
+ */
+bool recon_compare_ids_distinct(struct recon_compare *cmp);
 
 /*
  * Sizes the tables for about `keys` keys and `upstream_entries` statement

@@ -9,6 +9,17 @@
 
 #include "recon_mem.h"
 
+#ifdef RECON_HAVE_LIBCRYPTO
+/* SHA256_Init/Update/Final: deprecated in OpenSSL 3 for EVP, yet the same code and no allocation */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
+#endif
+
+#define FILE_CHUNK (1u << 20) /* recon_sha256_file reads 1 MiB at a time */
+
+#ifndef RECON_HAVE_LIBCRYPTO
+/* ---- our own SHA-256, when built without libcrypto ---- */
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
@@ -31,8 +42,6 @@ static const uint32_t K[64] = {
 static const uint32_t H0[8] = {
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 };
-
-#define FILE_CHUNK (1u << 20) /* recon_sha256_file reads 1 MiB at a time */
 
 static uint32_t rotr(uint32_t x, unsigned n)
 {
@@ -174,61 +183,99 @@ static void compress_blocks(uint32_t h[8], const unsigned char *p, size_t nblock
 
 void recon_sha256_init(struct recon_sha256 *c)
 {
-	memcpy(c->h, H0, sizeof(c->h));
-	c->len = 0;
-	c->fill = 0;
+	memcpy(c->u.own.h, H0, sizeof(c->u.own.h));
+	c->u.own.len = 0;
+	c->u.own.fill = 0;
 }
 
 void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n)
 {
 	const unsigned char *in = p;
 
-	c->len += n;
-	if (c->fill) {
-		size_t take = 64 - c->fill < n ? 64 - c->fill : n;
-		memcpy(c->block + c->fill, in, take);
-		c->fill += take;
+	c->u.own.len += n;
+	if (c->u.own.fill) {
+		size_t take = 64 - c->u.own.fill < n ? 64 - c->u.own.fill : n;
+		memcpy(c->u.own.block + c->u.own.fill, in, take);
+		c->u.own.fill += take;
 		in += take;
 		n -= take;
-		if (c->fill < 64)
+		if (c->u.own.fill < 64)
 			return;
-		compress(c->h, c->block);
-		c->fill = 0;
+		compress(c->u.own.h, c->u.own.block);
+		c->u.own.fill = 0;
 	}
 	/* Whole blocks straight from the input: no copy. */
-	compress_blocks(c->h, in, n / 64);
+	compress_blocks(c->u.own.h, in, n / 64);
 	in += n / 64 * 64;
 	n %= 64;
 	if (n) {
-		memcpy(c->block, in, n);
-		c->fill = n;
+		memcpy(c->u.own.block, in, n);
+		c->u.own.fill = n;
 	}
 }
 
 void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";
-	uint64_t bits = c->len * 8; /* FIPS 180-4, 5.1.1: the length in bits, mod 2^64 */
+	uint64_t bits = c->u.own.len * 8; /* FIPS 180-4, 5.1.1: the length in bits, mod 2^64 */
 
 	/* Padding: a 1 bit, zeros up to 56 mod 64, then the 64-bit big-endian length. */
-	c->block[c->fill++] = 0x80;
-	if (c->fill > 56) {
-		memset(c->block + c->fill, 0, 64 - c->fill);
-		compress(c->h, c->block);
-		c->fill = 0;
+	c->u.own.block[c->u.own.fill++] = 0x80;
+	if (c->u.own.fill > 56) {
+		memset(c->u.own.block + c->u.own.fill, 0, 64 - c->u.own.fill);
+		compress(c->u.own.h, c->u.own.block);
+		c->u.own.fill = 0;
 	}
-	memset(c->block + c->fill, 0, 56 - c->fill);
+	memset(c->u.own.block + c->u.own.fill, 0, 56 - c->u.own.fill);
 	for (int i = 0; i < 8; i++)
-		c->block[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
-	compress(c->h, c->block);
+		c->u.own.block[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+	compress(c->u.own.h, c->u.own.block);
 	for (int i = 0; i < 8; i++) {
 		for (int j = 0; j < 8; j++)
-			hex[8 * i + j] = digits[(c->h[i] >> (28 - 4 * j)) & 0xf];
+			hex[8 * i + j] = digits[(c->u.own.h[i] >> (28 - 4 * j)) & 0xf];
 	}
 	hex[64] = '\0';
 	/* Leave the context in a defined state; it must be re-initialised before reuse. */
 	recon_sha256_init(c);
 }
+
+#else /* RECON_HAVE_LIBCRYPTO */
+_Static_assert(sizeof(SHA256_CTX) <= sizeof(((struct recon_sha256 *)0)->u.ossl),
+	       "struct recon_sha256 holds a SHA256_CTX");
+
+void recon_sha256_init(struct recon_sha256 *c)
+{
+	SHA256_CTX x;
+
+	SHA256_Init(&x);
+	memcpy(c->u.ossl, &x, sizeof(x));
+}
+
+void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n)
+{
+	SHA256_CTX x;
+
+	memcpy(&x, c->u.ossl, sizeof(x));
+	SHA256_Update(&x, p, n);
+	memcpy(c->u.ossl, &x, sizeof(x));
+}
+
+void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256_CTX x;
+
+	memcpy(&x, c->u.ossl, sizeof(x));
+	SHA256_Final(md, &x);
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 0xf];
+	}
+	hex[64] = '\0';
+	recon_sha256_init(c);
+}
+#endif
 
 void recon_sha256_hex(const void *p, size_t n, char hex[65])
 {

@@ -48,6 +48,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <csv.h>
 #include <jansson.h>
@@ -128,6 +131,7 @@ struct csv_source {
 	size_t nf, falloc;
 	const char *fbase; /* the fields' text: the line itself, or fbuf */
 	size_t flen;	   /* bytes from fbase covered by the fields */
+	bool clean;	   /* fbase[0, flen) is known ASCII without NUL (split_plain) */
 	struct recon_buf fbuf;
 	struct recon_buf rawbuf;
 	uint64_t rec_line;
@@ -427,6 +431,78 @@ static void split_line(struct csv_source *s, const char *line, size_t len)
 	s->flen = len;
 }
 
+/* The delimiters at line[base + k] for the set bits k of m: fields from *start on. */
+static inline void split_mask(struct csv_source *s, unsigned m, size_t base, size_t *start)
+{
+	for (; m; m &= m - 1) {
+		size_t d = base + (size_t)__builtin_ctz(m);
+		add_field(s, *start, d - *start);
+		*start = d + 1;
+	}
+}
+
+/*
+ * Splits a line without guard in one pass, 16 bytes at a time: delimiters,
+ * the quote character and bytes outside 0x01-0x7F (for check_utf8) in the
+ * same look (split_line and memchr for the quote took three). False when the
+ * line holds the quote character: libcsv's then, the fields left undefined.
+ */
+static bool split_plain(struct csv_source *s, const char *line, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)line;
+	const unsigned char delim = (unsigned char)s->delim, quote = (unsigned char)s->quote;
+	size_t i = 0, start = 0;
+	unsigned odd = 0; /* a byte outside 0x01-0x7F was seen */
+
+	s->nf = 0;
+#ifdef __SSE2__
+	{
+		const __m128i vd = _mm_set1_epi8((char)delim), vq = _mm_set1_epi8((char)quote);
+		const __m128i vz = _mm_setzero_si128();
+		__m128i v;
+		unsigned m;
+
+		for (; i + 16 <= len; i += 16) {
+			v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			if (quote && _mm_movemask_epi8(_mm_cmpeq_epi8(v, vq)))
+				return false;
+			odd |= (unsigned)_mm_movemask_epi8(_mm_or_si128(v, _mm_cmpeq_epi8(v, vz)));
+			split_mask(s, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vd)), i,
+				   &start);
+		}
+		if (i < len && len >= 16) {
+			/* the last 16 bytes, those before i masked off */
+			const unsigned seen = (1u << (i - (len - 16))) - 1;
+
+			v = _mm_loadu_si128((const __m128i *)(const void *)(p + len - 16));
+			if (quote && (_mm_movemask_epi8(_mm_cmpeq_epi8(v, vq)) & ~seen))
+				return false;
+			odd |= (unsigned)_mm_movemask_epi8(_mm_or_si128(v, _mm_cmpeq_epi8(v, vz))) &
+			       ~seen;
+			m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vd)) & ~seen;
+			split_mask(s, m, len - 16, &start);
+			i = len;
+		}
+	}
+#endif
+	for (; i < len; i++) {
+		const unsigned char c = p[i];
+
+		if (quote && c == quote)
+			return false;
+		odd |= c - 1u >= 0x7Fu;
+		if (c == delim) {
+			add_field(s, start, i - start);
+			start = i + 1;
+		}
+	}
+	add_field(s, start, len - start);
+	s->fbase = line;
+	s->flen = len;
+	s->clean = !odd;
+	return true;
+}
+
 static size_t count_char(const char *p, size_t n, char c)
 {
 	size_t k = 0;
@@ -446,7 +522,7 @@ static size_t count_char(const char *p, size_t n, char c)
 static int read_record(struct csv_source *s, struct recon_err *err)
 {
 	const struct recon_side *side = s->side;
-	bool in_rec = false, had_cr;
+	bool in_rec = false, had_cr, guarded;
 	unsigned parity = 0;
 	size_t rec_bytes = 0;
 	char *line;
@@ -455,6 +531,7 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 
 	s->reason[0] = '\0';
 	s->rec_conv_bad = 0;
+	s->clean = false;
 	for (;;) {
 		rc = next_line(s, &line, &len, err);
 		if (rc < 0)
@@ -524,8 +601,13 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 			}
 			s->rec_line = s->lineno;
 			s->rec_conv_bad = s->conv_bad;
-			if (!s->quote || !memchr(line, s->quote, len)) {
-				split_line(s, line, len);
+			/* data cells start with the guard: the general splitter (the header is
+			 * plain) */
+			guarded = s->dguard && (!side->header || s->header_done);
+			if (guarded ? !s->quote || !memchr(line, s->quote, len)
+				    : split_plain(s, line, len)) {
+				if (guarded)
+					split_line(s, line, len);
 				s->row.raw = line;
 				s->row.raw_len = len < CSV_RAW_MAX ? len : CSV_RAW_MAX;
 				return 1;
@@ -663,7 +745,7 @@ static void check_utf8(struct csv_source *s)
 	const unsigned char *base = (const unsigned char *)s->fbase;
 	size_t bad;
 
-	if (ascii_clean(s->fbase, s->flen))
+	if (s->clean || ascii_clean(s->fbase, s->flen))
 		return;
 	if (s->fbase != s->fbuf.s) {
 		/*
