@@ -603,7 +603,7 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 			s->rec_conv_bad = s->conv_bad;
 			/* data cells start with the guard: the general splitter (the header is
 			 * plain) */
-			guarded = s->dguard && (!side->header || s->header_done);
+			guarded = s->dguard && (!side->csv.header || s->header_done);
 			if (guarded ? !s->quote || !memchr(line, s->quote, len)
 				    : split_plain(s, line, len)) {
 				if (guarded)
