@@ -86,6 +86,8 @@ struct recon_map {
 };
 /* Value for s[0..len), or -1 when the word is not in the map. */
 int recon_map_get(const struct recon_map *m, const char *s, size_t len);
+/* Sets word's value, adding the word (copied) when it is new. */
+void recon_map_put(struct recon_map *m, const char *word, int value);
 
 /*
  * Control totals a statement carries (DESIGN "Entries fold into orders"),

@@ -342,21 +342,6 @@ void recon_cfg_map_release(struct recon_map *m)
 	m->n = 0;
 }
 
-static void map_put(struct recon_map *m, const char *word, int value)
-{
-	for (size_t i = 0; i < m->n; i++) {
-		if (!strcmp(m->v[i].word, word)) {
-			m->v[i].value = value;
-			return;
-		}
-	}
-	m->v = recon_xrealloc(m->v, recon_st_mult(m->n + 1, sizeof(*m->v)));
-	m->v[m->n].word = recon_xstrdup(word);
-	m->v[m->n].len = strlen(word);
-	m->v[m->n].value = value;
-	m->n++;
-}
-
 /* {"WORD": "name", ...} with names from `names` (count n) merged into m. */
 int recon_cfg_map(struct recon_cfg *L, json_t *obj, const char *key, const char *const *names,
 		  int n, struct recon_map *m)
@@ -395,7 +380,7 @@ int recon_cfg_map(struct recon_cfg *L, json_t *obj, const char *key, const char 
 			recon_cfg_pop(L);
 			goto out;
 		}
-		map_put(m, word, i);
+		recon_map_put(m, word, i);
 		recon_cfg_pop(L);
 	}
 out:

@@ -54,6 +54,21 @@ int recon_map_get(const struct recon_map *m, const char *s, size_t len)
 	return -1;
 }
 
+void recon_map_put(struct recon_map *m, const char *word, int value)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (!strcmp(m->v[i].word, word)) {
+			m->v[i].value = value;
+			return;
+		}
+	}
+	m->v = recon_xrealloc(m->v, recon_st_mult(m->n + 1, sizeof(*m->v)));
+	m->v[m->n].word = recon_xstrdup(word);
+	m->v[m->n].len = strlen(word);
+	m->v[m->n].value = value;
+	m->n++;
+}
+
 int recon_job_override_upstream(struct recon_job *job, const char *path, struct recon_err *err)
 {
 	if (!recon_source_has(&job->upstream, RECON_SOURCE_FILE))

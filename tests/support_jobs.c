@@ -25,17 +25,7 @@ void support_side_col(struct recon_side *sd, enum recon_col col, const char *nam
 
 void support_map_put(struct recon_map *m, const char *word, int value)
 {
-	for (size_t i = 0; i < m->n; i++) {
-		if (!strcmp(m->v[i].word, word)) {
-			m->v[i].value = value;
-			return;
-		}
-	}
-	m->v = recon_xrealloc(m->v, recon_st_mult(m->n + 1, sizeof(*m->v)));
-	m->v[m->n].word = recon_xstrdup(word);
-	m->v[m->n].len = strlen(word);
-	m->v[m->n].value = value;
-	m->n++;
+	recon_map_put(m, word, value);
 }
 
 static void side_base(struct recon_side *sd, const char *role, const char *tz_name)
