@@ -4,6 +4,9 @@
 #   flow.sql        optional: SQL piped into sqlite3 to build flow.db (after
 #                   sql/sqlite/payment_flow.sql when the file starts with "-- uses payment_flow")
 #   args            arguments for `recon run` (default: none)
+#   now             optional: the clock for every command (RECON_NOW), so a case whose
+#                   outcome depends on the time of day (hot mode) does not depend on
+#                   when the suite runs
 #   expected_exit   the exit code of `recon run` (default 0)
 #   expected.jsonl  `recon diff --format jsonl` after the run, byte for byte
 #   expected_stderr lines that must each appear in run's stderr (fixed strings)
@@ -43,6 +46,10 @@ if [ -f flow.sql ]; then
 	fi
 fi
 args=$(cat args 2>/dev/null || true)
+if [ -f now ]; then
+	RECON_NOW=$(cat now)
+	export RECON_NOW
+fi
 expect_exit=$(cat expected_exit 2>/dev/null || echo 0)
 
 set +e
