@@ -12,6 +12,7 @@
 
 #include "recon_err.h"
 
+struct json_t;
 struct recon_job;
 struct recon_state;
 
@@ -58,6 +59,18 @@ size_t recon_opt_distance(const char *a, const char *b);
 int recon_cmd_fail(const struct recon_err *err);
 /* --format table|jsonl|csv: 0 with *fmt set, or 64 after saying why. */
 int recon_cmd_parse_format(const char *cmd, const char *format, int *fmt);
+/*
+ * A listing (tickets, rejects) in its --format: the header goes out once,
+ * before the first row, or after the store answered when there is none.
+ */
+struct recon_listing {
+	int fmt;
+	bool head; /* out already */
+	void (*print_head)(int fmt);
+};
+void recon_listing_head(struct recon_listing *l);
+/* Prints o as one compact JSON line ("{}" when it cannot be dumped), then releases it. */
+void recon_cmd_json_line(struct json_t *o);
 /* --run ID|latest: 0 with *run_id set (0: latest), or 64 after saying why. */
 int recon_cmd_parse_run(const char *cmd, const char *run, int64_t *run_id);
 /*

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "recon_cmd.h"
 #include "recon_job.h"
 #include "recon_log.h"
@@ -187,6 +189,23 @@ int recon_cmd_fail(const struct recon_err *err)
 
 	recon_log(RECON_LOG_ERROR, "%s", recon_err_str(err, buf, sizeof(buf)));
 	return recon_err_exit_code(err->code);
+}
+
+void recon_listing_head(struct recon_listing *l)
+{
+	if (l->head)
+		return;
+	l->head = true;
+	l->print_head(l->fmt);
+}
+
+void recon_cmd_json_line(json_t *o)
+{
+	char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+
+	printf("%s\n", text ? text : "{}");
+	free(text);
+	json_decref(o);
 }
 
 int recon_cmd_parse_format(const char *cmd, const char *format, int *fmt)

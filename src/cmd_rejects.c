@@ -4,7 +4,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include <jansson.h>
 
@@ -20,20 +19,11 @@ static const char rejects_usage[] =
     "their origin (file:line or table), the field and the reason.\n"
     "--partition I/N: the store of key-hash partition I of N (a partitioned job needs it).\n";
 
-/* The listing's format, and whether its header is out (once the store answered). */
-struct listing {
-	int fmt;
-	bool head;
-};
-
-static void head(struct listing *l)
+static void rejects_head(int fmt)
 {
-	if (l->head)
-		return;
-	l->head = true;
-	if (l->fmt == RECON_REPORT_TABLE)
+	if (fmt == RECON_REPORT_TABLE)
 		printf("%5s %-8s %-32s %-16s %s\n", "RUN", "SIDE", "ORIGIN", "FIELD", "REASON");
-	else if (l->fmt == RECON_REPORT_CSV)
+	else if (fmt == RECON_REPORT_CSV)
 		printf("run_id,side,origin,field,reason,raw\n");
 }
 
@@ -42,10 +32,10 @@ static int reject_print(void *arg, int64_t run_id, const struct recon_reject *x)
 {
 	static const char *const names[] = {"side", "origin", "field", "reason", "raw"};
 	const char *col[] = {x->side, x->origin, x->field, x->reason, x->raw};
-	int fmt = ((struct listing *)arg)->fmt;
+	int fmt = ((struct recon_listing *)arg)->fmt;
 	long long r = run_id;
 
-	head(arg);
+	recon_listing_head(arg);
 	for (int i = 0; i < 5; i++)
 		col[i] = col[i] ? col[i] : "";
 	if (fmt == RECON_REPORT_TABLE) {
@@ -59,14 +49,10 @@ static int reject_print(void *arg, int64_t run_id, const struct recon_reject *x)
 		printf("\n");
 	} else {
 		json_t *o = json_object();
-		char *text;
 		json_object_set_new(o, "run_id", json_integer(r));
 		for (int i = 0; i < 5; i++)
 			json_object_set_new(o, names[i], json_string(col[i]));
-		text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
-		printf("%s\n", text ? text : "{}");
-		free(text);
-		json_decref(o);
+		recon_cmd_json_line(o);
 	}
 	return 0;
 }
@@ -84,7 +70,7 @@ int recon_cmd_rejects(int argc, char **argv)
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
 	struct recon_err err;
-	struct listing out = {0, false};
+	struct recon_listing out = {0, false, rejects_head};
 	int64_t run_id = 0;
 	int code = 0;
 
@@ -104,7 +90,7 @@ int recon_cmd_rejects(int argc, char **argv)
 	if (recon_state_rejects(st, job->name, run_id, -1, reject_print, &out, &err) < 0)
 		code = recon_cmd_fail(&err);
 	else
-		head(&out);
+		recon_listing_head(&out);
 	if (fflush(stdout) != 0)
 		code = 1;
 out:

@@ -4,7 +4,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -101,7 +100,6 @@ static void ticket_jsonl(const struct recon_ticket_row *t, const char *when, con
 			 json_t *d)
 {
 	json_t *o = json_object();
-	char *text;
 
 	json_object_set_new(o, "key", json_string(t->key));
 	json_object_set_new(o, "class", json_string(t->klass));
@@ -115,27 +113,15 @@ static void ticket_jsonl(const struct recon_ticket_row *t, const char *when, con
 	json_object_set_new(o, "note", t->note ? json_string(t->note) : json_null());
 	json_object_set_new(o, "next_step", json_string(step));
 	json_object_set_new(o, "difference", d ? json_incref(d) : json_null());
-	text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
-	printf("%s\n", text ? text : "{}");
-	free(text);
-	json_decref(o);
+	recon_cmd_json_line(o);
 }
 
-/* The listing's format, and whether its header is out (once the store answered). */
-struct listing {
-	int fmt;
-	bool head;
-};
-
-static void head(struct listing *l)
+static void tickets_head(int fmt)
 {
-	if (l->head)
-		return;
-	l->head = true;
-	if (l->fmt == RECON_REPORT_TABLE)
+	if (fmt == RECON_REPORT_TABLE)
 		printf("%-24s %-16s %-8s %-8s %5s %-20s %16s %16s  %s\n", "KEY", "CLASS",
 		       "SEVERITY", "STATUS", "RUN", "OPENED", "UPSTREAM", "LOCAL", "NEXT STEP");
-	else if (l->fmt == RECON_REPORT_CSV)
+	else if (fmt == RECON_REPORT_CSV)
 		printf(
 		    "key,class,severity,status,opened_run,opened_at,last_seen_run,upstream,local,"
 		    "resolved_run,note,next_step\n");
@@ -144,12 +130,12 @@ static void head(struct listing *l)
 /* One ticket in the listing's format. */
 static int ticket_print(void *arg, const struct recon_ticket_row *t)
 {
-	int fmt = ((struct listing *)arg)->fmt;
+	int fmt = ((struct recon_listing *)arg)->fmt;
 	json_t *d = json_loads(t->json, 0, NULL);
 	const char *step = strcmp(t->status, "open") ? "" : recon_dayreport_next_step(t->klass);
 	char when[40], up[64], lo[64];
 
-	head(arg);
+	recon_listing_head(arg);
 	recon_time_format_utc(t->opened_at, when, sizeof(when));
 	side_amount(d, "upstream", up, sizeof(up));
 	side_amount(d, "local", lo, sizeof(lo));
@@ -190,7 +176,7 @@ int recon_cmd_tickets(int argc, char **argv)
 	struct recon_job *job = NULL;
 	struct recon_state *st = NULL;
 	struct recon_err err;
-	struct listing out = {0, false};
+	struct recon_listing out = {0, false, tickets_head};
 	int code = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "close"))
@@ -210,7 +196,7 @@ int recon_cmd_tickets(int argc, char **argv)
 	if (recon_state_tickets_list(st, job->name, all, ticket_print, &out, &err) < 0)
 		code = recon_cmd_fail(&err);
 	else
-		head(&out);
+		recon_listing_head(&out);
 	if (fflush(stdout) != 0)
 		code = 1;
 out:
