@@ -17,6 +17,9 @@ static void trim(const struct recon_side *side, const char **s, size_t *len)
 	size_t n = *len;
 	const char *guard = side->csv.strip ? side->csv.strip : "";
 
+	/* nearly every value: nothing to trim */
+	if (!*guard && n && (unsigned char)p[0] > ' ' && (unsigned char)p[n - 1] > ' ')
+		return;
 	while (n && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' ||
 		     (*guard && memchr(guard, *p, strlen(guard)))))
 		p++, n--;
@@ -125,7 +128,16 @@ static int check_key_chars(enum recon_col c, const char *s, size_t len, struct r
 	uint32_t cp = 0;
 	size_t j, n;
 
-	for (j = 0; j < len; j += n) {
+	/* printable ASCII, 8 bytes at a time: no byte below 0x20, none above 0x7e */
+	for (j = 0; j + 8 <= len; j += 8) {
+		uint64_t w;
+		memcpy(&w, u + j, 8);
+		if (((w - 0x2020202020202020ULL) | (w + 0x0101010101010101ULL)) & ~w &
+			0x8080808080808080ULL ||
+		    w & 0x8080808080808080ULL)
+			break;
+	}
+	for (; j < len; j += n) {
 		if (u[j] >= 0x20 && u[j] < 0x7f) {
 			n = 1;
 			continue;
