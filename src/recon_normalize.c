@@ -11,15 +11,12 @@
 #include "recon_time.h"
 
 /* Trims ASCII blanks and the side's guard characters from both ends. */
-static void trim(const struct recon_side *side, const char **s, size_t *len)
+static void trim_ends(const struct recon_side *side, const char **s, size_t *len)
 {
 	const char *p = *s;
 	size_t n = *len;
 	const char *guard = side->csv.strip ? side->csv.strip : "";
 
-	/* nearly every value: nothing to trim */
-	if (!*guard && n && (unsigned char)p[0] > ' ' && (unsigned char)p[n - 1] > ' ')
-		return;
 	while (n && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' ||
 		     (*guard && memchr(guard, *p, strlen(guard)))))
 		p++, n--;
@@ -28,6 +25,30 @@ static void trim(const struct recon_side *side, const char **s, size_t *len)
 		n--;
 	*s = p;
 	*len = n;
+}
+
+/* trim_ends(), but nearly every value has nothing to trim: that is seen here, inline. */
+static inline void trim(const struct recon_side *side, const char **s, size_t *len)
+{
+	if ((!side->csv.strip || !*side->csv.strip) && *len && (unsigned char)(*s)[0] > ' ' &&
+	    (unsigned char)(*s)[*len - 1] > ' ')
+		return;
+	trim_ends(side, s, len);
+}
+
+/* recon_money_exponent() of a 4-byte code, the last answer kept per thread (rows repeat one code). */
+static int exponent_of(const char code[4])
+{
+	static _Thread_local char last[4];
+	static _Thread_local int last_exponent = -1;
+
+	if (last_exponent < 0 || memcmp(code, last, 4) != 0) {
+		last_exponent = recon_money_exponent(code);
+		if (last_exponent < 0)
+			return -1;
+		memcpy(last, code, 4);
+	}
+	return last_exponent;
 }
 
 /* A value quoted in a reject reason (recon_err_quote: bounded, control bytes escaped). */
@@ -255,7 +276,7 @@ static int norm_currency(const struct recon_side *side, const struct recon_raw_r
 		trim(side, &s, &len);
 	if (!s || !len) {
 		memcpy(out->currency, side->currency, 4);
-		*exponent = recon_money_exponent(out->currency);
+		*exponent = exponent_of(out->currency);
 		return 0;
 	}
 	if (len != 3) {
@@ -265,7 +286,7 @@ static int norm_currency(const struct recon_side *side, const struct recon_raw_r
 	for (int i = 0; i < 3; i++)
 		code[i] = (char)toupper((unsigned char)s[i]);
 	code[3] = '\0';
-	if ((*exponent = recon_money_exponent(code)) < 0) {
+	if ((*exponent = exponent_of(code)) < 0) {
 		show(s, len, shown, sizeof(shown));
 		return field_err(err, RECON_COL_CURRENCY, "unknown currency '%s'", shown);
 	}
