@@ -270,14 +270,12 @@ static void table_init(struct table *t)
 /* Three uppercase ASCII letters in 15 bits; 0 when the code is anything else. */
 static uint16_t cur_pack(const char *c)
 {
-	unsigned v = 0;
+	const unsigned a = (unsigned char)c[0] - 'A', b = (unsigned char)c[1] - 'A',
+		       d = (unsigned char)c[2] - 'A';
 
-	for (int i = 0; i < 3; i++) {
-		if (c[i] < 'A' || c[i] > 'Z')
-			return 0;
-		v = v << 5 | (unsigned)(c[i] - 'A' + 1);
-	}
-	return c[3] ? 0 : (uint16_t)v;
+	if (a > 25 || b > 25 || d > 25 || c[3])
+		return 0;
+	return (uint16_t)((a + 1) << 10 | (b + 1) << 5 | (d + 1));
 }
 
 static void cur_unpack(uint16_t v, char *c)
@@ -734,10 +732,10 @@ static void widen(struct recon_compare *cmp, struct part *p, struct krec *r)
 	r->fl = (uint8_t)((r->fl & (F_REJ_UP | F_REJ_LOC)) | F_EXT);
 }
 
-static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row)
+/* cur: cur_pack() of the row's currency */
+static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row, uint16_t cur)
 {
-	return row->time >= cmp->tlo && row->time <= cmp->thi && row->line <= UINT32_MAX &&
-	       cur_pack(row->currency) != 0;
+	return row->time >= cmp->tlo && row->time <= cmp->thi && row->line <= UINT32_MAX && cur;
 }
 
 /*
@@ -748,17 +746,18 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 			     const struct recon_row *row, int iddup)
 {
 	struct krec *r = get_rec(p, row->key, row->key_len, h);
+	const uint16_t cur = cur_pack(row->currency);
 
 	if (side == RECON_SIDE_LOCAL) {
 		if (!(r->fl & F_EXT)) {
-			if (!(r->fl & F_LOC) && narrow_fits(cmp, row)) {
+			if (!(r->fl & F_LOC) && narrow_fits(cmp, row, cur)) {
 				r->fl |=
 				    F_LOC | (row->flags & RECON_ROW_LOOKED_UP ? F_LOC_LOOK : 0);
 				r->u.n.loc_amount = row->amount;
 				r->loc_time = (int32_t)(row->time - cmp->tbase);
 				r->loc_line = (uint32_t)row->line;
 				r->loc_status = row->status;
-				r->loc_cur = cur_pack(row->currency);
+				r->loc_cur = cur;
 				return;
 			}
 			widen(cmp, p, r);
@@ -768,7 +767,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 	}
 	if (!(r->fl & F_EXT)) {
 		if (!(r->fl & F_UP) && iddup != 1 && row->status < 8 && row->entry < 8 &&
-		    narrow_fits(cmp, row)) {
+		    narrow_fits(cmp, row, cur)) {
 			r->fl |= F_UP | (row->flags & RECON_ROW_LOOKED_UP ? F_UP_LOOKED : 0) |
 				 (iddup == 0 ? F_UP_ID : 0);
 			r->u.n.up_amount = row->amount;
@@ -776,7 +775,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 			r->up_line = (uint32_t)row->line;
 			r->up_kind = (uint8_t)(row->status | row->entry << 3 |
 					       (row->flags & RECON_ROW_HAS_STATUS ? 0x40 : 0));
-			r->up_cur = cur_pack(row->currency);
+			r->up_cur = cur;
 			return;
 		}
 		widen(cmp, p, r);
