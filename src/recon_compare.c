@@ -971,7 +971,6 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 
 /* ---- classification ---- */
 
-/* Runs body for every record of partition pi, in storage order. */
 /* Runs body for every record of chunk c of partition pi (chunk 0 starts past reference 0). */
 #define FOR_EACH_REC_IN(cmp, pi, c, r, body)                                                       \
 	do {                                                                                       \
@@ -983,6 +982,7 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 		}                                                                                  \
 	} while (0)
 
+/* Runs body for every record of partition pi, in storage order. */
 #define FOR_EACH_REC_OF(cmp, pi, r, body)                                                          \
 	for (size_t c_ = 0, n_ = (cmp)->part[pi].recs.n; c_ < n_; c_++)                            \
 	FOR_EACH_REC_IN(cmp, pi, c_, r, body)
@@ -1302,7 +1302,7 @@ static int diff_cmp(const void *a, const void *b)
 /*
  * One classifying thread's share: the record chunks it took (both partitions'
  * chunks, numbered one after the other, taken CLASSIFY_TAKE at a time from
- * *next), its counts, differences and pending items (unsorted).
+ * *next), its counts, differences and pending items (in key order once it is done).
  */
 #define CLASSIFY_TAKE 4
 struct classified {
