@@ -85,7 +85,8 @@ static size_t batch_index(const struct batch *b, size_t **offs, size_t *aoffs)
 	for (size_t o = 0; o < b->len;) {
 		struct wire w;
 		memcpy(&w, b->data + o, sizeof(w));
-		recon_grow((void **)offs, aoffs, n + 1, sizeof(**offs));
+		if (n == *aoffs)
+			recon_grow((void **)offs, aoffs, n + 1, sizeof(**offs));
 		(*offs)[n++] = o;
 		o += WIRE_SIZE(w.key_len, w.id_len);
 	}

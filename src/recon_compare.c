@@ -6,6 +6,7 @@
 #include "compare_internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,14 +270,12 @@ static void table_init(struct table *t)
 /* Three uppercase ASCII letters in 15 bits; 0 when the code is anything else. */
 static uint16_t cur_pack(const char *c)
 {
-	unsigned v = 0;
+	const unsigned a = (unsigned char)c[0] - 'A', b = (unsigned char)c[1] - 'A',
+		       d = (unsigned char)c[2] - 'A';
 
-	for (int i = 0; i < 3; i++) {
-		if (c[i] < 'A' || c[i] > 'Z')
-			return 0;
-		v = v << 5 | (unsigned)(c[i] - 'A' + 1);
-	}
-	return c[3] ? 0 : (uint16_t)v;
+	if (a > 25 || b > 25 || d > 25 || c[3])
+		return 0;
+	return (uint16_t)((a + 1) << 10 | (b + 1) << 5 | (d + 1));
 }
 
 static void cur_unpack(uint16_t v, char *c)
@@ -733,10 +732,10 @@ static void widen(struct recon_compare *cmp, struct part *p, struct krec *r)
 	r->fl = (uint8_t)((r->fl & (F_REJ_UP | F_REJ_LOC)) | F_EXT);
 }
 
-static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row)
+/* cur: cur_pack() of the row's currency */
+static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row, uint16_t cur)
 {
-	return row->time >= cmp->tlo && row->time <= cmp->thi && row->line <= UINT32_MAX &&
-	       cur_pack(row->currency) != 0;
+	return row->time >= cmp->tlo && row->time <= cmp->thi && row->line <= UINT32_MAX && cur;
 }
 
 /*
@@ -747,17 +746,18 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 			     const struct recon_row *row, int iddup)
 {
 	struct krec *r = get_rec(p, row->key, row->key_len, h);
+	const uint16_t cur = cur_pack(row->currency);
 
 	if (side == RECON_SIDE_LOCAL) {
 		if (!(r->fl & F_EXT)) {
-			if (!(r->fl & F_LOC) && narrow_fits(cmp, row)) {
+			if (!(r->fl & F_LOC) && narrow_fits(cmp, row, cur)) {
 				r->fl |=
 				    F_LOC | (row->flags & RECON_ROW_LOOKED_UP ? F_LOC_LOOK : 0);
 				r->u.n.loc_amount = row->amount;
 				r->loc_time = (int32_t)(row->time - cmp->tbase);
 				r->loc_line = (uint32_t)row->line;
 				r->loc_status = row->status;
-				r->loc_cur = cur_pack(row->currency);
+				r->loc_cur = cur;
 				return;
 			}
 			widen(cmp, p, r);
@@ -767,7 +767,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 	}
 	if (!(r->fl & F_EXT)) {
 		if (!(r->fl & F_UP) && iddup != 1 && row->status < 8 && row->entry < 8 &&
-		    narrow_fits(cmp, row)) {
+		    narrow_fits(cmp, row, cur)) {
 			r->fl |= F_UP | (row->flags & RECON_ROW_LOOKED_UP ? F_UP_LOOKED : 0) |
 				 (iddup == 0 ? F_UP_ID : 0);
 			r->u.n.up_amount = row->amount;
@@ -775,7 +775,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 			r->up_line = (uint32_t)row->line;
 			r->up_kind = (uint8_t)(row->status | row->entry << 3 |
 					       (row->flags & RECON_ROW_HAS_STATUS ? 0x40 : 0));
-			r->up_cur = cur_pack(row->currency);
+			r->up_cur = cur;
 			return;
 		}
 		widen(cmp, p, r);
@@ -971,16 +971,21 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 
 /* ---- classification ---- */
 
-/* Runs body for every record of partition pi, in storage order. */
-#define FOR_EACH_REC_OF(cmp, pi, r, body)                                                          \
-	for (size_t c_ = 0, n_ = (cmp)->part[pi].recs.n; c_ < n_; c_++) {                          \
+/* Runs body for every record of chunk c of partition pi (chunk 0 starts past reference 0). */
+#define FOR_EACH_REC_IN(cmp, pi, c, r, body)                                                       \
+	do {                                                                                       \
 		const struct store *s_ = &(cmp)->part[pi].recs;                                    \
-		for (size_t o_ = c_ ? 0 : 8; o_ < s_->used[c_];) {                                 \
-			struct krec *r = (struct krec *)(s_->chunk[c_] + o_);                      \
+		for (size_t o_ = (c) ? 0 : 8; o_ < s_->used[c];) {                                 \
+			struct krec *r = (struct krec *)(s_->chunk[c] + o_);                       \
 			o_ += REC_SIZE(r->key_len);                                                \
 			body                                                                       \
 		}                                                                                  \
-	}
+	} while (0)
+
+/* Runs body for every record of partition pi, in storage order. */
+#define FOR_EACH_REC_OF(cmp, pi, r, body)                                                          \
+	for (size_t c_ = 0, n_ = (cmp)->part[pi].recs.n; c_ < n_; c_++)                            \
+	FOR_EACH_REC_IN(cmp, pi, c_, r, body)
 
 /* Runs body for every record of every partition, in storage order. */
 #define FOR_EACH_REC(cmp, r, body)                                                                 \
@@ -1264,7 +1269,7 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 			continue;
 		recon_grow((void **)&list, &alist, n + 1, sizeof(*list));
 		list[n++] = r;
-	})
+	});
 	/* key order: the same lookups in the same order whatever the threads did */
 	if (n)
 		qsort(list, n, sizeof(*list), pend_cmp);
@@ -1294,10 +1299,15 @@ static int diff_cmp(const void *a, const void *b)
 	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
-/* One partition's classes: its own counts, differences and pending items (unsorted). */
+/*
+ * One classifying thread's share: the record chunks it took (both partitions'
+ * chunks, numbered one after the other, taken CLASSIFY_TAKE at a time from
+ * *next), its counts, differences and pending items (in key order once it is done).
+ */
+#define CLASSIFY_TAKE 4
 struct classified {
 	struct recon_compare *cmp;
-	int pi;
+	atomic_size_t *next;
 	struct recon_compare_counts counts;
 	struct recon_diff *diffs, *pending;
 	size_t n, alloc, npending, apending;
@@ -1339,15 +1349,14 @@ static void fill_diff(struct recon_diff *d, const struct krec *r, const struct k
 	}
 }
 
-static void classify_part(struct classified *out)
+static void classify_chunk(struct classified *out, int pi, size_t chunk)
 {
 	struct recon_compare *cmp = out->cmp;
 	struct recon_compare_counts *c = &out->counts;
-	const int pi = out->pi;
 	struct keyent tmp;
 	struct upview v;
 
-	FOR_EACH_REC_OF(cmp, pi, r, {
+	FOR_EACH_REC_IN(cmp, pi, chunk, r, {
 		const struct keyent *k = view(cmp, r, &tmp);
 		int64_t due;
 		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
@@ -1387,42 +1396,63 @@ static void classify_part(struct classified *out)
 		}
 		fill_diff(d, r, k, &v);
 		d->due = due;
-	})
+	});
 }
 
-static void *classify_part_thread(void *arg)
+/* Takes chunks until none is left: the partitions' sizes follow the readers' balance, not 50/50. */
+static void classify_share(struct classified *out)
 {
-	classify_part(arg);
+	const struct recon_compare *cmp = out->cmp;
+	const size_t n0 = cmp->part[0].recs.n, total = n0 + cmp->part[1].recs.n;
+
+	for (;;) {
+		size_t g = atomic_fetch_add(out->next, CLASSIFY_TAKE);
+		if (g >= total)
+			break;
+		for (size_t e = g + CLASSIFY_TAKE < total ? g + CLASSIFY_TAKE : total; g < e; g++)
+			classify_chunk(out, g < n0 ? 0 : 1, g < n0 ? g : g - n0);
+	}
+	/* each thread sorts its own lists: recon_compare_classify merges them */
+	if (out->n)
+		qsort(out->diffs, out->n, sizeof(*out->diffs), diff_cmp);
+	if (out->npending)
+		qsort(out->pending, out->npending, sizeof(*out->pending), diff_cmp);
+}
+
+static void *classify_share_thread(void *arg)
+{
+	classify_share(arg);
 	return NULL;
 }
 
-/* Concatenates the partitions' lists into one, in key order. */
+/* Merges the two threads' lists, each in key order (a key is in one list only), into one. */
 static struct recon_diff *merge_lists(struct recon_diff *const *lists, const size_t *ns, size_t *n)
 {
-	size_t total = 0;
-	struct recon_diff *all;
+	const size_t total = ns[0] + ns[1];
+	struct recon_diff *all = recon_xmalloc(recon_st_mult(total ? total : 1, sizeof(*all)));
+	size_t i = 0, j = 0, o = 0;
 
-	for (int i = 0; i < NPART; i++)
-		total += ns[i];
-	all = recon_xmalloc(recon_st_mult(total ? total : 1, sizeof(*all)));
-	total = 0;
-	for (int i = 0; i < NPART; i++) {
-		if (ns[i])
-			memcpy(all + total, lists[i], ns[i] * sizeof(*all));
-		total += ns[i];
-	}
-	if (total)
-		qsort(all, total, sizeof(*all), diff_cmp);
+	while (i < ns[0] && j < ns[1])
+		all[o++] = diff_cmp(&lists[0][i], &lists[1][j]) < 0 ? lists[0][i++] : lists[1][j++];
+	if (i < ns[0])
+		memcpy(all + o, lists[0] + i, (ns[0] - i) * sizeof(*all));
+	if (j < ns[1])
+		memcpy(all + o, lists[1] + j, (ns[1] - j) * sizeof(*all));
 	*n = total;
 	return all;
 }
 
-/* The two partitions are classified on two threads (they share nothing but reads). */
+/*
+ * Classified on two threads sharing the record chunks (records share nothing
+ * but reads; each is written by the thread that took its chunk). The lists
+ * are sorted by key after: the result does not depend on who took what.
+ */
 void recon_compare_classify(struct recon_compare *cmp)
 {
-	struct classified part[NPART];
-	struct recon_diff *lists[NPART];
-	size_t ns[NPART];
+	struct classified part[2]; /* this thread's share, the other's */
+	struct recon_diff *lists[2];
+	size_t ns[2];
+	atomic_size_t next;
 	pthread_t th;
 	bool threaded;
 
@@ -1430,17 +1460,16 @@ void recon_compare_classify(struct recon_compare *cmp)
 	free(cmp->diffs);
 	free(cmp->pending);
 	memset(part, 0, sizeof(part));
-	for (int i = 0; i < NPART; i++) {
+	atomic_init(&next, 0);
+	for (int i = 0; i < 2; i++) {
 		part[i].cmp = cmp;
-		part[i].pi = i;
+		part[i].next = &next;
 	}
-	threaded = pthread_create(&th, NULL, classify_part_thread, &part[1]) == 0;
-	classify_part(&part[0]);
+	threaded = pthread_create(&th, NULL, classify_share_thread, &part[1]) == 0;
+	classify_share(&part[0]);
 	if (threaded)
 		pthread_join(th, NULL);
-	else
-		classify_part(&part[1]);
-	for (int i = 0; i < NPART; i++) {
+	for (int i = 0; i < 2; i++) {
 		const struct recon_compare_counts *c = &part[i].counts;
 		cmp->counts.keys_owned += c->keys_owned;
 		cmp->counts.matched += c->matched;
@@ -1455,18 +1484,18 @@ void recon_compare_classify(struct recon_compare *cmp)
 		for (int k = 0; k < RECON_CLASS__COUNT; k++)
 			cmp->counts.classes[k] += c->classes[k];
 	}
-	for (int i = 0; i < NPART; i++) {
+	for (int i = 0; i < 2; i++) {
 		lists[i] = part[i].diffs;
 		ns[i] = part[i].n;
 	}
 	cmp->diffs = merge_lists(lists, ns, &cmp->ndiffs);
-	for (int i = 0; i < NPART; i++) {
+	for (int i = 0; i < 2; i++) {
 		free(part[i].diffs);
 		lists[i] = part[i].pending;
 		ns[i] = part[i].npending;
 	}
 	cmp->pending = merge_lists(lists, ns, &cmp->npending);
-	for (int i = 0; i < NPART; i++)
+	for (int i = 0; i < 2; i++)
 		free(part[i].pending);
 }
 

@@ -160,6 +160,42 @@ static bool acc_digit(int64_t *acc, int digit)
 	return true;
 }
 
+/*
+ * The common form: [-]digits, then (not in minor units) the mark and at most
+ * `exponent` decimals, no blanks, no grouping, at most 18 digits with the
+ * decimals padded (no overflow is possible). Its value, or false for anything
+ * else, which the full parser reads (and rejects) as before.
+ */
+static bool parse_plain(const char *s, size_t len, int exponent, bool minor, char mark,
+			int64_t *out)
+{
+	const char *p = s, *end = s + len;
+	uint64_t v = 0;
+	int nd = 0, nf = 0;
+	bool neg = false;
+
+	if (p < end && *p == '-')
+		neg = true, p++;
+	for (; p < end && is_digit(*p) && nd < 19; p++, nd++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	if (!nd)
+		return false;
+	if (p < end) {
+		if (minor || *p != mark)
+			return false;
+		for (p++; p < end && is_digit(*p) && nf <= exponent; p++, nf++)
+			v = v * 10 + (uint64_t)(*p - '0');
+		if (p != end || !nf || nf > exponent)
+			return false;
+	}
+	if (nd + (minor ? 0 : exponent) > 18)
+		return false;
+	for (int i = minor ? exponent : nf; i < exponent; i++)
+		v *= 10;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return true;
+}
+
 int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, int64_t *out,
 		      struct recon_err *err)
 {
@@ -181,6 +217,8 @@ int recon_money_parse(const char *s, size_t len, int exponent, unsigned flags, i
 	    (minor && flags != RECON_MONEY_MINOR))
 		return recon_err_set(err, RECON_EVALUE, NULL, "unsupported amount flags 0x%x",
 				     flags);
+	if (parse_plain(s, len, exponent, minor, mark, out))
+		return 0;
 
 	while (p < end && is_blank(*p))
 		p++;

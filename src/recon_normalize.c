@@ -11,7 +11,7 @@
 #include "recon_time.h"
 
 /* Trims ASCII blanks and the side's guard characters from both ends. */
-static void trim(const struct recon_side *side, const char **s, size_t *len)
+static void trim_ends(const struct recon_side *side, const char **s, size_t *len)
 {
 	const char *p = *s;
 	size_t n = *len;
@@ -25,6 +25,30 @@ static void trim(const struct recon_side *side, const char **s, size_t *len)
 		n--;
 	*s = p;
 	*len = n;
+}
+
+/* trim_ends(), but nearly every value has nothing to trim: that is seen here, inline. */
+static inline void trim(const struct recon_side *side, const char **s, size_t *len)
+{
+	if ((!side->csv.strip || !*side->csv.strip) && *len && (unsigned char)(*s)[0] > ' ' &&
+	    (unsigned char)(*s)[*len - 1] > ' ')
+		return;
+	trim_ends(side, s, len);
+}
+
+/* recon_money_exponent() of a 4-byte code, the last answer kept per thread (rows repeat one code). */
+static int exponent_of(const char code[4])
+{
+	static _Thread_local char last[4];
+	static _Thread_local int last_exponent = -1;
+
+	if (last_exponent < 0 || memcmp(code, last, 4) != 0) {
+		last_exponent = recon_money_exponent(code);
+		if (last_exponent < 0)
+			return -1;
+		memcpy(last, code, 4);
+	}
+	return last_exponent;
 }
 
 /* A value quoted in a reject reason (recon_err_quote: bounded, control bytes escaped). */
@@ -125,7 +149,16 @@ static int check_key_chars(enum recon_col c, const char *s, size_t len, struct r
 	uint32_t cp = 0;
 	size_t j, n;
 
-	for (j = 0; j < len; j += n) {
+	/* printable ASCII, 8 bytes at a time: no byte below 0x20, none above 0x7e */
+	for (j = 0; j + 8 <= len; j += 8) {
+		uint64_t w;
+		memcpy(&w, u + j, 8);
+		if (((w - 0x2020202020202020ULL) | (w + 0x0101010101010101ULL)) & ~w &
+			0x8080808080808080ULL ||
+		    w & 0x8080808080808080ULL)
+			break;
+	}
+	for (; j < len; j += n) {
 		if (u[j] >= 0x20 && u[j] < 0x7f) {
 			n = 1;
 			continue;
@@ -243,7 +276,7 @@ static int norm_currency(const struct recon_side *side, const struct recon_raw_r
 		trim(side, &s, &len);
 	if (!s || !len) {
 		memcpy(out->currency, side->currency, 4);
-		*exponent = recon_money_exponent(out->currency);
+		*exponent = exponent_of(out->currency);
 		return 0;
 	}
 	if (len != 3) {
@@ -253,7 +286,7 @@ static int norm_currency(const struct recon_side *side, const struct recon_raw_r
 	for (int i = 0; i < 3; i++)
 		code[i] = (char)toupper((unsigned char)s[i]);
 	code[3] = '\0';
-	if ((*exponent = recon_money_exponent(code)) < 0) {
+	if ((*exponent = exponent_of(code)) < 0) {
 		show(s, len, shown, sizeof(shown));
 		return field_err(err, RECON_COL_CURRENCY, "unknown currency '%s'", shown);
 	}

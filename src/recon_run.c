@@ -491,21 +491,32 @@ out:
 }
 
 /* The JSON lines of the differences (recon_report_diff_json), on a thread of their own. */
+/* The difference lines, rendered by whichever threads are free: RENDER_TAKE lines at a time from next. */
+#define RENDER_TAKE 512
 struct render {
 	const struct recon_job *job;
 	const struct recon_diff *diffs;
 	char **json;
 	size_t n;
 	const char *up_name, *local_name;
+	atomic_size_t next;
 };
+
+static void render_share(struct render *r)
+{
+	for (;;) {
+		size_t i = atomic_fetch_add(&r->next, RENDER_TAKE);
+		if (i >= r->n)
+			break;
+		for (size_t e = i + RENDER_TAKE < r->n ? i + RENDER_TAKE : r->n; i < e; i++)
+			r->json[i] = recon_report_diff_json(r->job, &r->diffs[i], r->up_name,
+							    r->local_name);
+	}
+}
 
 static void *render_thread(void *arg)
 {
-	struct render *r = arg;
-
-	for (size_t i = 0; i < r->n; i++)
-		r->json[i] =
-		    recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
+	render_share(arg);
 	return NULL;
 }
 
@@ -824,10 +835,12 @@ static int run_evaluate(struct run *r)
 	for (int i = 0; i < 2; i++)
 		sum->counts.rows_other[i] += sum->rows_other[i];
 	phase_mark(&r->ph, "classify");
-	/* the difference lines are built on a second thread while the contributions are gathered */
+	/* the difference lines are built on a second thread while the contributions are gathered,
+	   then on both */
 	r->diffs = recon_compare_diffs(r->cmp, &r->ndiffs);
 	r->pend = recon_compare_pending(r->cmp, &r->npend);
-	rj = (struct render){job, r->diffs, NULL, r->ndiffs, up->name, local->name};
+	rj = (struct render){job, r->diffs, NULL, r->ndiffs, up->name, local->name, 0};
+	atomic_init(&rj.next, 0);
 	rj.json = r->json = recon_xcalloc(r->ndiffs ? r->ndiffs : 1, sizeof(*r->json));
 	threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
 	r->pjson = render_lines(job, r->pend, r->npend, up->name, local->name);
@@ -837,10 +850,9 @@ static int run_evaluate(struct run *r)
 		if (r->contribs.n)
 			qsort(r->contribs.v, r->contribs.n, sizeof(*r->contribs.v), contrib_cmp);
 	}
+	render_share(&rj); /* what the thread has not taken yet */
 	if (threaded)
 		pthread_join(th, NULL);
-	else
-		render_thread(&rj);
 	phase_mark(&r->ph, "report");
 	return 0;
 }

@@ -502,6 +502,41 @@ static int parse_ymd(const char *p, bool slash_ok, int64_t *day, struct recon_er
 	return 0;
 }
 
+/*
+ * The common form, exactly "YYYY-MM-DD HH:MM:SS" (or a 'T' between), nothing
+ * around it: its local time in ms, or false for anything else (which the full
+ * parser then reads, rejects included). A file's rows nearly all share a day:
+ * the date's day number is kept per thread, the 10 bytes compared instead of
+ * parsed and checked again.
+ */
+static bool parse_plain(const char *s, size_t len, int64_t *local)
+{
+	static _Thread_local char last_date[10];
+	static _Thread_local int64_t last_day;
+	static _Thread_local bool have_date;
+	int hh, mi, ss;
+
+	if (len != 19 || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' ||
+	    (hh = d2(s + 11)) < 0 || (mi = d2(s + 14)) < 0 || (ss = d2(s + 17)) < 0 || hh > 23 ||
+	    mi > 59 || ss > 59)
+		return false;
+	if (!have_date || memcmp(s, last_date, 10) != 0) {
+		int y1 = d2(s), y2 = d2(s + 2), m = d2(s + 5), d = d2(s + 8), y;
+
+		if (y1 < 0 || y2 < 0 || m < 0 || d < 0 || s[4] != '-' || s[7] != '-')
+			return false;
+		y = y1 * 100 + y2;
+		if (y == 0 || m < 1 || m > 12 || d < 1 || (unsigned)d > days_in_month(y, (unsigned)m))
+			return false;
+		last_day = days_from_civil64(y, (unsigned)m, (unsigned)d);
+		memcpy(last_date, s, 10);
+		have_date = true;
+	}
+	*local = last_day * RECON_MS_PER_DAY + hh * RECON_MS_PER_HOUR + mi * RECON_MS_PER_MIN +
+		 ss * RECON_MS_PER_SEC;
+	return true;
+}
+
 int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz, int64_t *utc_ms,
 		     struct recon_err *err)
 {
@@ -514,6 +549,10 @@ int recon_time_parse(const char *s, size_t len, const struct recon_tz *tz, int64
 
 	if (!s)
 		return reject(err, what, "", 0, "empty");
+	if (parse_plain(s, len, &local)) {
+		*utc_ms = recon_tz_to_utc(tz, local);
+		return 0;
+	}
 	while (p < end && is_blank(*p))
 		p++;
 	while (end > p && is_blank(end[-1]))

@@ -114,6 +114,8 @@ struct csv_source {
 	bool pfx_first[256]; /* first bytes of any stop or comment prefix */
 	struct csv_prefixes stop, comment;
 	size_t col[RECON_COL__COUNT];	     /* 0-based column per role, or CSV_NO_COL */
+	uint8_t mapped[RECON_COL__COUNT];    /* the roles with a column (build_row), once open */
+	size_t nmapped;
 	size_t first_of[RECON_FIRST_OF_MAX]; /* a {"first_of": [...]} key's columns */
 	size_t nfirst_of;
 	size_t need;	/* header=false: fields needed (largest position) */
@@ -1069,12 +1071,18 @@ static void build_row(struct csv_source *s)
 	}
 	if (!s->reason[0])
 		check_utf8(s);
-	for (int r = 0; r < RECON_COL__COUNT; r++) {
+	/* the roles without a column stay NULL (the source is zeroed), but for first_of's key */
+	if (s->nfirst_of && s->col[RECON_COL_KEY0] == CSV_NO_COL) {
+		row->val[RECON_COL_KEY0] = NULL;
+		row->len[RECON_COL_KEY0] = 0;
+	}
+	for (size_t i = 0; i < s->nmapped; i++) {
+		const int r = s->mapped[i];
 		size_t c = s->col[r];
 		const char *p;
 		size_t n;
 
-		if (c == CSV_NO_COL || c >= s->nf) {
+		if (c >= s->nf) {
 			row->val[r] = NULL;
 			row->len[r] = 0;
 			continue;
@@ -1456,6 +1464,9 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 				goto out;
 		}
 	}
+	for (int r = 0; r < RECON_COL__COUNT; r++)
+		if (s->col[r] != CSV_NO_COL)
+			s->mapped[s->nmapped++] = (uint8_t)r;
 	ret = 0;
 	*out = &s->base;
 	s = NULL;

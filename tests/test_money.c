@@ -417,6 +417,83 @@ static void test_money_exponent_rejects(void **state)
 			 -1);
 }
 
+/*
+ * The parser's fast path (plain digits, a mark and decimals) against its full
+ * path on the same value: a leading blank sends a value down the full path,
+ * which trims it. Random strings over the characters an amount is made of;
+ * every exponent and form: the same answer, or the same reject.
+ */
+static void test_money_plain_matches_full(void **state)
+{
+	static const char alphabet[] = "0123456789012345678901234567890123456789.,-+ x";
+	static const unsigned forms[] = {0, TH, DC, MI};
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	char s[32], b[33];
+
+	/* around the 18-digit bound of the fast path and INT64's */
+	static const char *const edges[] = {
+	    "999999999999999999", "1000000000000000000", "9223372036854775807",
+	    "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+	    "99999999999999999.9", "9999999999999999.99", "92233720368547758.07",
+	    "92233720368547758.08", "-92233720368547758.08", "0000000000000000000001",
+	    "-0", "-0.00", "0.", "9,", ".5", "-", "1.234", "18446744073709551617"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		for (int exponent = 0; exponent <= 4; exponent++) {
+			for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+				struct recon_err e1, e2;
+				int64_t v1 = 7, v2 = 7;
+				size_t len = strlen(edges[i]);
+				int r1, r2;
+
+				b[0] = ' ';
+				memcpy(b + 1, edges[i], len);
+				recon_err_init(&e1);
+				recon_err_init(&e2);
+				r1 = recon_money_parse(edges[i], len, exponent, forms[f], &v1, &e1);
+				r2 = recon_money_parse(b, len + 1, exponent, forms[f], &v2, &e2);
+				if (r1 != r2 || (!r1 && v1 != v2) || strcmp(e1.msg, e2.msg) != 0)
+					fail_msg("'%s' exponent %d flags %u: %d %lld '%s' against "
+						 "%d %lld '%s'",
+						 edges[i], exponent, forms[f], r1, (long long)v1,
+						 e1.msg, r2, (long long)v2, e2.msg);
+			}
+		}
+	}
+	for (int i = 0; i < 400000; i++) {
+		size_t len;
+		int exponent;
+		unsigned flags;
+
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		len = (size_t)(seed >> 59) % 24;
+		exponent = (int)((seed >> 40) % 5);
+		flags = forms[(seed >> 20) % 4];
+		for (size_t k = 0; k < len; k++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			/* mostly digits: long runs of them reach the 18-digit bound */
+			s[k] = alphabet[(seed >> 33) % (k % 7 ? 40 : sizeof(alphabet) - 1)];
+		}
+		b[0] = ' ';
+		memcpy(b + 1, s, len);
+		{
+			struct recon_err e1, e2;
+			int64_t v1 = 7, v2 = 7;
+			int r1, r2;
+
+			recon_err_init(&e1);
+			recon_err_init(&e2);
+			r1 = recon_money_parse(s, len, exponent, flags, &v1, &e1);
+			r2 = recon_money_parse(b, len + 1, exponent, flags, &v2, &e2);
+			if (r1 != r2 || (!r1 && v1 != v2) || strcmp(e1.msg, e2.msg) != 0)
+				fail_msg("'%.*s' exponent %d flags %u: %d %lld '%s' against %d %lld '%s'",
+					 (int)len, s, exponent, flags, r1, (long long)v1, e1.msg, r2,
+					 (long long)v2, e2.msg);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +508,7 @@ int main(void)
 	    cmocka_unit_test(test_money_round_trip),
 	    cmocka_unit_test(test_money_exponent_codes),
 	    cmocka_unit_test(test_money_exponent_rejects),
+	    cmocka_unit_test(test_money_plain_matches_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1381,9 +1381,64 @@ static void test_time_round_trip_new_york(void **state)
 	recon_tz_free(tz);
 }
 
+/*
+ * The parser's fast path ("YYYY-MM-DD HH:MM:SS", its day kept per thread)
+ * against its full path: a leading blank sends a timestamp down the full
+ * path. Random edits of real timestamps (digits, separators), in one zone
+ * with DST and without one: the same instant, or a reject on both.
+ */
+static void test_time_plain_matches_full(void **state)
+{
+	static const char edits[] = "0123456789 -:T/x";
+	static const char *const bases[] = {"2024-03-01 08:53:59", "2024-02-29T23:59:59",
+					    "2023-02-28 00:00:00", "2024-03-10 02:30:00",
+					    "2024-11-03 01:30:00", "1999-12-31 23:59:59"};
+	struct recon_tz *zones[2] = {NULL, NULL};
+	uint64_t seed = 0x2545f4914f6cdd1dULL;
+	char s[24], b[25];
+
+	(void)state;
+	if (have_zone("America/New_York"))
+		zones[1] = load("America/New_York");
+	for (int i = 0; i < 300000; i++) {
+		const struct recon_tz *tz = zones[i % 2];
+		size_t len = 19;
+		int edits_n;
+
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		memcpy(s, bases[(seed >> 50) % 6], 19);
+		edits_n = (int)((seed >> 40) % 4); /* a quarter stay as they are */
+		for (int k = 0; k < edits_n; k++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			s[(seed >> 33) % 19] = edits[(seed >> 20) % (sizeof(edits) - 1)];
+		}
+		if ((seed >> 10) % 16 == 0)
+			len = 18 + (size_t)((seed >> 5) % 3); /* 18 or 20 bytes */
+		if (len == 20)
+			s[19] = 'Z';
+		b[0] = ' ';
+		memcpy(b + 1, s, len);
+		{
+			struct recon_err e1, e2;
+			int64_t t1 = 7, t2 = 7;
+			int r1, r2;
+
+			recon_err_init(&e1);
+			recon_err_init(&e2);
+			r1 = recon_time_parse(s, len, tz, &t1, &e1);
+			r2 = recon_time_parse(b, len + 1, tz, &t2, &e2);
+			if (r1 != r2 || (!r1 && t1 != t2))
+				fail_msg("'%.*s': %d %lld (%s) against %d %lld (%s)", (int)len, s, r1,
+					 (long long)t1, e1.msg, r2, (long long)t2, e2.msg);
+		}
+	}
+	recon_tz_free(zones[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_time_plain_matches_full),
 	    cmocka_unit_test(test_time_shanghai_day_boundary),
 	    cmocka_unit_test(test_time_utc_day_boundary),
 	    cmocka_unit_test(test_time_shanghai_dst_history),
