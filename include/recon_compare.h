@@ -162,15 +162,6 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row);
 
 /*
- * The share (percent, clamped to 10-90; 50 unless told) of the keys whose rows the
- * upstream's feeder applies; the local feeder applies the rest. A side that
- * costs more to read (a bigger file, a checksum) is given fewer keys so that
- * both threads end together. Changes nothing but the time. Before any row is
- * added.
- */
-void recon_compare_balance(struct recon_compare *cmp, int64_t upstream_share);
-
-/*
  * Speculates that the statement lists no entry twice: entry ids are not
  * checked while rows are added (a probe per entry into a table of every id)
  * but fingerprinted, and recon_compare_ids_distinct() tells afterwards
@@ -187,9 +178,10 @@ void recon_compare_speculate_ids(struct recon_compare *cmp);
 bool recon_compare_ids_distinct(struct recon_compare *cmp);
 
 /*
- * Sizes the tables for about `keys` keys and `upstream_entries` statement
- * entries (estimates: more rows grow the tables as usual), sparing the
- * rehashing on the way. Before any row is added.
+ * Sizes the compare for about `keys` keys and `upstream_entries` statement
+ * entries (estimates: more rows grow the tables as usual): the number of
+ * partitions the feeders stage rows into, the id table or fingerprints.
+ * Before any row is added.
  */
 void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t upstream_entries);
 
@@ -198,7 +190,9 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
  * either is used), give each to its own thread, which adds that side's rows in
  * read order with recon_compare_feeder_add() (rows borrowed for the call), and
  * ends with recon_compare_feeder_free(): it returns once the other feeder has
- * ended too, every row of both applied (so the caller can then join). The
+ * ended too, every row of both applied (so the caller can then join); the
+ * threads ending the feeders apply the rows together, partition by
+ * partition, once both sides are read. The
  * result equals adding the upstream rows, then the local ones, with
  * recon_compare_add(). recon_compare_add() and the calls below only after both
  * feeders ended. Caller frees with recon_compare_feeder_free() (NULL-safe).

@@ -2,79 +2,405 @@
  * compare_feed: feeding both sides of a compare on two threads at once
  * (recon_compare_feeder_*, declared in recon_compare.h).
  *
- * Feeder s owns partition s. A row of the other partition goes, in a batch,
- * to the other feeder, which applies it. Every key's rows of one side reach
- * its partition in that side's read order, and the two sides touch disjoint
- * fields, so the result does not depend on how the threads interleave: it
- * equals adding the upstream rows, then the local ones, with
- * recon_compare_add(). Upstream entry ids are checked (or fingerprinted when
- * speculating) in read order before their rows are routed.
+ * A radix-partitioned join. While the sides are read, each feeder stages its
+ * rows, compactly, in one stream per partition (by the key's hash): appends
+ * only, no table touched. Once both sides are read, both threads build the
+ * partitions, taking them one at a time: a partition's upstream rows, then
+ * its local rows, each side in read order, into a table and records small
+ * enough to stay in the cache (a join table probed at random across the whole
+ * window misses the cache on nearly every row; bench/README.md). A staged
+ * block, once applied, becomes a record chunk of its builder.
+ *
+ * Every key's rows of one side reach its partition in that side's read
+ * order, and the two sides touch disjoint fields, so the result does not
+ * depend on how the threads interleave: it equals adding the upstream rows,
+ * then the local ones, with recon_compare_add(). Upstream entry ids are
+ * checked (or fingerprinted when speculating) in read order before their
+ * rows are staged.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "compare_internal.h"
 
-#define INBOX_MAX  8
-#define POLL_EVERY 4096 /* rows fed between looks at the inbox */
-#define AHEAD	   64	/* rows ahead whose table slot is prefetched; half that: the record */
+#define AHEAD 64 /* rows ahead whose id-table slot is prefetched; half that: the id */
 
 #define OP_ADD	  0
 #define OP_DUP	  1
 #define OP_NOID	  2
 #define OP_REJECT 3
+#define OP_WIDE	  0x80 /* a struct swide follows the header: the narrow fields are unused */
+#define OP_FP	  0x40 /* a speculated entry: 32 bits of its fingerprint follow the header */
+#define OP_MASK	  0x3f
 
-/* One row in a batch; the key bytes follow (then, before the id check, the packed id). */
-struct wire {
-	uint64_t h;
+/*
+ * A staged row: this header, then (OP_FP) a fingerprint, then (OP_WIDE) a
+ * struct swide, then the key bytes; unaligned, read with memcpy. Nearly every row is narrow: an
+ * amount in 32 bits, a time within 24 days of the window, a line below 2^32 and a three-letter
+ * currency.
+ */
+struct srow {
+	int32_t amount;
+	int32_t time; /* ms from cmp->tbase */
+	uint32_t line;
+	uint16_t key_len;
+	uint16_t cur; /* cur_pack() */
+	uint8_t status, entry, flags, op;
+};
+
+struct swide {
 	int64_t amount;
 	int64_t time;
 	uint64_t line;
-	uint32_t key_len;
-	uint16_t id_len; /* packed id bytes after the key (0: none) */
-	uint8_t status, entry, flags, op;
 	char currency[4];
+};
+
+#define SROW_HEAD sizeof(struct srow)
+
+/* One wire row of the id check's batches (upstream, exact mode); key and packed id follow. */
+struct wire {
+	struct recon_row row; /* key and entry_id unset */
+	uint32_t id_len;
+	uint8_t op;
 };
 
 #define WIRE_SIZE(klen, idlen) (sizeof(struct wire) + (((size_t)(klen) + (idlen) + 7) & ~(size_t)7))
 
-struct recon_compare_feeder {
-	struct recon_compare *cmp;
-	int side;	   /* also the partition it owns */
-	struct batch *pre; /* upstream rows waiting for their id check */
-	struct batch *self;
-	struct batch *out;
-	size_t *offs; /* row offsets of the batch being applied */
-	size_t aoffs;
-	size_t *pre_offs; /* ...of the batch whose ids are being checked */
-	size_t apre_offs;
-	unsigned since_poll;
+/* A partition's staged rows of one side: a list of blocks. */
+struct stream {
+	unsigned char *head; /* first block; a block's first word links the next */
+	unsigned char *tail;
+	size_t pos; /* offset in the tail's data of the buffer's first byte (whole lines) */
+	uint64_t rows;
 };
 
-static struct batch *batch_get(struct recon_compare *cmp)
-{
-	struct batch *b;
+/*
+ * A block: the link to the next, the length of its rows, then (from
+ * BLOCK_HEAD, a cache line in) the rows; a row never spans two blocks.
+ */
+#define BLOCK_HEAD 64
+#define BLOCK_DATA (BLOCK - BLOCK_HEAD)
 
-	pthread_mutex_lock(&cmp->mu);
-	b = cmp->free_batches;
-	if (b)
-		cmp->free_batches = b->next;
-	pthread_mutex_unlock(&cmp->mu);
-	if (!b)
-		b = recon_xmalloc(sizeof(*b));
-	b->next = NULL;
-	b->len = 0;
-	return b;
+/*
+ * Rows reach their stream through a buffer per partition, all of them side
+ * by side (nparts * WC bytes, in the cache): the buffer mirrors the stream
+ * from a cache-line boundary, and its whole lines go out with non-temporal
+ * stores once it is full. A row written straight to one of a thousand
+ * streams would touch a page of its own and read a line from memory before
+ * writing it: a TLB miss and a cache miss for nearly every row.
+ */
+#define WC	256
+#define ROW_BIG (WC - 64) /* longer rows go straight to the block */
+
+struct recon_compare_feeder {
+	struct recon_compare *cmp;
+	int side;
+	struct stream *streams; /* one per partition */
+	unsigned char *wc;	/* nparts buffers of WC bytes, 64-byte aligned */
+	uint16_t *wcn;		/* bytes in each */
+	struct batch *pre;	/* upstream rows waiting for their id check (exact mode) */
+	size_t *pre_offs;
+	size_t apre_offs;
+};
+
+static size_t block_len(const unsigned char *b)
+{
+	uint64_t n;
+
+	memcpy(&n, b + 8, sizeof(n));
+	return (size_t)n;
 }
 
-static void batch_put(struct recon_compare *cmp, struct batch *first, struct batch *last)
+/* Writes n bytes (whole lines) from the buffer src to dst (a line boundary), past the caches. */
+static void lines_out(unsigned char *dst, const unsigned char *src, size_t n)
 {
-	pthread_mutex_lock(&cmp->mu);
-	last->next = cmp->free_batches;
-	cmp->free_batches = first;
-	pthread_mutex_unlock(&cmp->mu);
+#ifdef __SSE2__
+	for (size_t i = 0; i < n; i += 16)
+		_mm_stream_si128((__m128i *)(void *)(dst + i),
+				 _mm_load_si128((const __m128i *)(const void *)(src + i)));
+#else
+	memcpy(dst, src, n);
+#endif
+}
+
+/* Writes partition q's buffer to its tail block, whole lines and the last part line. */
+static void wc_sync(struct recon_compare_feeder *f, size_t q)
+{
+	struct stream *s = &f->streams[q];
+	const size_t n = f->wcn[q], full = n & ~(size_t)63;
+	unsigned char *d = s->tail + BLOCK_HEAD + s->pos, *w = f->wc + q * WC;
+
+	lines_out(d, w, full);
+	memcpy(d + full, w + full, n - full);
+}
+
+/* Ends partition q's tail block (its buffer written out) and starts a new one. */
+static void stream_block(struct recon_compare_feeder *f, size_t q)
+{
+	struct stream *s = &f->streams[q];
+	unsigned char *b;
+
+	if (s->tail) {
+		uint64_t len = s->pos + f->wcn[q];
+		wc_sync(f, q);
+		memcpy(s->tail + 8, &len, sizeof(len));
+	}
+	b = recon_compare_block(f->cmp, (unsigned)f->side);
+	memset(b, 0, 16);
+	if (s->tail)
+		memcpy(s->tail, &b, sizeof(b));
+	else
+		s->head = b;
+	s->tail = b;
+	s->pos = 0;
+	f->wcn[q] = 0;
+}
+
+/* Room for a row of need (<= ROW_BIG) bytes in partition q's buffer. */
+static unsigned char *wc_room(struct recon_compare_feeder *f, size_t q, size_t need)
+{
+	struct stream *s = &f->streams[q];
+	unsigned char *w = f->wc + q * WC;
+	size_t n = f->wcn[q];
+
+	if (!s->tail || s->pos + n + need > BLOCK_DATA) {
+		stream_block(f, q);
+		n = 0;
+	} else if (n + need > WC) {
+		const size_t full = n & ~(size_t)63;
+		lines_out(s->tail + BLOCK_HEAD + s->pos, w, full);
+		memcpy(w, w + full, n - full);
+		s->pos += full;
+		n -= full;
+	}
+	f->wcn[q] = (uint16_t)(n + need);
+	return w + n;
+}
+
+/* A row of need (> ROW_BIG) bytes, encoded in row, straight to partition q's block. */
+static void stream_put_big(struct recon_compare_feeder *f, size_t q, const unsigned char *row,
+			   size_t need)
+{
+	struct stream *s = &f->streams[q];
+	size_t at;
+
+	if (need > BLOCK_DATA) {
+		fprintf(stderr, "recon: compare: a row of %zu bytes\n", need);
+		abort();
+	}
+	if (!s->tail || s->pos + f->wcn[q] + need > BLOCK_DATA)
+		stream_block(f, q);
+	wc_sync(f, q);
+	at = s->pos + f->wcn[q];
+	memcpy(s->tail + BLOCK_HEAD + at, row, need);
+	/* the buffer again mirrors the stream from the line the row ends in */
+	at += need;
+	s->pos = at & ~(size_t)63;
+	f->wcn[q] = (uint16_t)(at - s->pos);
+	memcpy(f->wc + q * WC, s->tail + BLOCK_HEAD + s->pos, f->wcn[q]);
+}
+
+/* Writes the rows of partition q still in its buffer to the stream, and its length. */
+static void stream_end(struct recon_compare_feeder *f, size_t q)
+{
+	struct stream *s = &f->streams[q];
+	uint64_t len;
+
+	if (!s->tail)
+		return;
+	len = s->pos + f->wcn[q];
+	wc_sync(f, q);
+	memcpy(s->tail + 8, &len, sizeof(len));
+	f->wcn[q] = 0;
+}
+
+/* Encodes a row (see struct srow) at o; returns its end. */
+static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o,
+			       const struct recon_row *row, uint8_t op, uint64_t fp, uint16_t cur,
+			       bool narrow)
+{
+	struct srow r;
+
+	r.amount = narrow ? (int32_t)row->amount : 0;
+	r.time = narrow ? (int32_t)(row->time - cmp->tbase) : 0;
+	r.line = narrow ? (uint32_t)row->line : 0;
+	r.key_len = (uint16_t)row->key_len;
+	r.cur = cur;
+	r.status = row->status;
+	r.entry = row->entry;
+	r.flags = row->flags;
+	r.op = (uint8_t)(op | (narrow ? 0 : OP_WIDE));
+	memcpy(o, &r, SROW_HEAD);
+	o += SROW_HEAD;
+	if (op & OP_FP) {
+		const uint32_t fp32 = (uint32_t)(fp ^ fp >> 32);
+		memcpy(o, &fp32, 4);
+		o += 4;
+	}
+	if (!narrow) {
+		struct swide w;
+		memset(&w, 0, sizeof(w));
+		w.amount = row->amount;
+		w.time = row->time;
+		w.line = row->line;
+		memcpy(w.currency, row->currency, 4);
+		memcpy(o, &w, sizeof(w));
+		o += sizeof(w);
+	}
+	memcpy(o, row->key, row->key_len);
+	return o + row->key_len;
+}
+
+/*
+ * Stages a row (h: key_hash() of its key; fp: its fingerprint with OP_FP) in
+ * its partition's stream.
+ */
+static void stage(struct recon_compare_feeder *f, const struct recon_row *row, uint64_t h,
+		  uint8_t op, uint64_t fp)
+{
+	struct recon_compare *cmp = f->cmp;
+	const size_t q = part_of(cmp, h);
+	const uint16_t cur = cur_pack(row->currency);
+	const bool narrow = row->amount >= INT32_MIN && row->amount <= INT32_MAX &&
+			    row->time >= cmp->tlo && row->time <= cmp->thi &&
+			    row->line <= UINT32_MAX && cur;
+	const size_t need =
+	    SROW_HEAD + (op & OP_FP ? 4 : 0) + (narrow ? 0 : sizeof(struct swide)) + row->key_len;
+
+	f->streams[q].rows++;
+	if (need <= ROW_BIG) {
+		srow_put(cmp, wc_room(f, q, need), row, op, fp, cur, narrow);
+	} else {
+		unsigned char *tmp = recon_xmalloc(need);
+		srow_put(cmp, tmp, row, op, fp, cur, narrow);
+		stream_put_big(f, q, tmp, need);
+		free(tmp);
+	}
+}
+
+/* Reads the staged row at p into *row (its key points into the block); returns its size. */
+static size_t unstage(const struct recon_compare *cmp, const unsigned char *p,
+		      struct recon_row *row, uint8_t *op, uint64_t *fp)
+{
+	struct srow r;
+	size_t n = SROW_HEAD;
+
+	memcpy(&r, p, SROW_HEAD);
+	if (r.op & OP_FP) {
+		uint32_t fp32;
+		memcpy(&fp32, p + n, 4);
+		*fp = fp32;
+		n += 4;
+	}
+	memset(row, 0, sizeof(*row));
+	row->key_len = r.key_len;
+	row->status = r.status;
+	row->entry = r.entry;
+	row->flags = r.flags;
+	if (r.op & OP_WIDE) {
+		struct swide w;
+		memcpy(&w, p + n, sizeof(w));
+		n += sizeof(w);
+		row->amount = w.amount;
+		row->time = w.time;
+		row->line = w.line;
+		memcpy(row->currency, w.currency, 4);
+	} else {
+		row->amount = r.amount;
+		row->time = cmp->tbase + r.time;
+		row->line = r.line;
+		cur_unpack(r.cur, row->currency);
+	}
+	row->key = (const char *)p + n;
+	*op = r.op & (uint8_t)~OP_WIDE;
+	return n + r.key_len;
+}
+
+/* Rows of a block read ahead: their offsets and hashes, to prefetch their table slots. */
+#define BLOCK_ROWS_MAX (BLOCK_DATA / (SROW_HEAD + 1) + 1)
+#define PF	       8 /* rows ahead whose slot is prefetched */
+
+/*
+ * Applies a stream's rows of `side` to partition p, giving each block read to
+ * writer w; speculated entries' fingerprints go to fps.
+ */
+static void apply_stream(struct recon_compare *cmp, struct part *p, int side, unsigned w,
+			 struct stream *s, struct recon_fppairs *fps)
+{
+	unsigned char *b = s->head, *next;
+	static _Thread_local uint32_t off[BLOCK_ROWS_MAX];
+	static _Thread_local uint64_t hs[BLOCK_ROWS_MAX];
+
+	while (b) {
+		const unsigned char *d = b + BLOCK_HEAD;
+		const size_t len = block_len(b);
+		size_t n = 0;
+
+		memcpy(&next, b, sizeof(next));
+		/* the block's rows and their hashes first: the table's slots are prefetched */
+		for (size_t o = 0; o < len; n++) {
+			struct srow r;
+			memcpy(&r, d + o, SROW_HEAD);
+			const size_t klo = o + SROW_HEAD + (r.op & OP_FP ? 4 : 0) +
+					   (r.op & OP_WIDE ? sizeof(struct swide) : 0);
+			off[n] = (uint32_t)o;
+			hs[n] = key_hash(d + klo, r.key_len);
+			o = klo + r.key_len;
+		}
+		for (size_t i = 0; i < n && i < PF; i++)
+			__builtin_prefetch(pt_at(&p->keys, pt_home(&p->keys, (uint32_t)hs[i])));
+		for (size_t i = 0; i < n; i++) {
+			struct recon_row row;
+			uint8_t op;
+			uint64_t fp = 0;
+			if (i + PF < n)
+				__builtin_prefetch(
+				    pt_at(&p->keys, pt_home(&p->keys, (uint32_t)hs[i + PF])));
+			(void)unstage(cmp, d + off[i], &row, &op, &fp);
+			if (op & OP_FP)
+				recon_compare_apply_up_spec(cmp, p, hs[i], &row, fp, fps);
+			else if (op == OP_REJECT)
+				recon_compare_reject_key(cmp, p, side, &row, hs[i]);
+			else
+				recon_compare_apply_row(cmp, p, side, hs[i], &row,
+							op == OP_NOID  ? -1
+							: op == OP_DUP ? 1
+								       : 0);
+		}
+		recon_compare_block_put(cmp, w, b);
+		b = next;
+	}
+	s->head = s->tail = NULL;
+}
+
+/*
+ * Builds partition q on writer w's thread: its upstream rows, then its local
+ * ones. false: two speculated entries share a fingerprint.
+ */
+static bool build_part(struct recon_compare *cmp, size_t q, unsigned w, struct recon_fppairs *fps)
+{
+	struct part *p = &cmp->part[q];
+	struct stream *su = cmp->feeder[0] ? &cmp->feeder[0]->streams[q] : NULL;
+	struct stream *sl = cmp->feeder[1] ? &cmp->feeder[1]->streams[q] : NULL;
+	const uint64_t nu = su ? su->rows : 0, nl = sl ? sl->rows : 0;
+	bool distinct;
+
+	p->w = w;
+	/* keys: the bigger side's rows and some of the other's (most keys are on both) */
+	recon_compare_part_reserve(cmp, p, (nu > nl ? nu : nl) + (nu > nl ? nl : nu) / 8);
+	if (su)
+		apply_stream(cmp, p, RECON_SIDE_UPSTREAM, w, su, fps);
+	/* before the local rows: a first entry's fingerprint sits in the local amount */
+	distinct = recon_compare_fppairs_distinct(fps);
+	if (sl)
+		apply_stream(cmp, p, RECON_SIDE_LOCAL, w, sl, fps);
+	return distinct;
 }
 
 /* Offsets of the rows of b into *offs; returns their count. */
@@ -88,7 +414,7 @@ static size_t batch_index(const struct batch *b, size_t **offs, size_t *aoffs)
 		if (n == *aoffs)
 			recon_grow((void **)offs, aoffs, n + 1, sizeof(**offs));
 		(*offs)[n++] = o;
-		o += WIRE_SIZE(w.key_len, w.id_len);
+		o += WIRE_SIZE(w.row.key_len, w.id_len);
 	}
 	return n;
 }
@@ -98,215 +424,37 @@ static inline void prefetch_slot(const struct slots *t, uint64_t h)
 	__builtin_prefetch(&t->v[slot_home(t, (uint32_t)h)]);
 }
 
-/* Prefetches the record of the first slot whose tag matches h, if any (a few probes). */
-static inline void prefetch_rec(const struct slots *t, const struct store *st, uint64_t h)
+/* Prefetches the id of the first slot whose tag matches h, if any (a few probes). */
+static inline void prefetch_id(const struct slots *t, const struct store *st, uint64_t h)
 {
 	for (size_t i = slot_home(t, (uint32_t)h), k = 0; k < 8 && t->v[i].ref;
 	     i = slot_next(t, i), k++) {
 		if (t->v[i].h == (uint32_t)h) {
-			/* records are 8-byte aligned: the key usually ends in the next line */
-			const char *r = store_at(st, t->v[i].ref);
-			__builtin_prefetch(r);
-			__builtin_prefetch(r + 64);
+			__builtin_prefetch(store_at(st, t->v[i].ref));
 			return;
 		}
 	}
 }
 
-static uint64_t wire_h(const struct batch *b, size_t off)
-{
-	uint64_t h;
-
-	memcpy(&h, b->data + off, sizeof(h));
-	return h;
-}
-
-/*
- * Applies the rows of a list of batches of side `from` to partition pi, the
- * table slots and records prefetched a few rows ahead (the table is far
- * bigger than the caches: these misses are the cost of a hash join), then
- * recycles the batches. The caller is the partition's only writer.
- */
-static void apply_batches(struct recon_compare *cmp, int pi, int from, struct batch *b,
-			  size_t **offs, size_t *aoffs)
-{
-	struct part *p = &cmp->part[pi];
-	struct batch *last = NULL;
-
-	for (struct batch *x = b; x; x = x->next) {
-		size_t n = batch_index(x, offs, aoffs);
-		const size_t *off = *offs;
-
-		for (size_t i = 0; i < n && i < AHEAD; i++)
-			prefetch_slot(&p->keys, wire_h(x, off[i]));
-		for (size_t i = 0; i < n && i < AHEAD / 2; i++)
-			prefetch_rec(&p->keys, &p->recs, wire_h(x, off[i]));
-		for (size_t i = 0; i < n; i++) {
-			struct wire w;
-			struct recon_row row;
-
-			if (i + AHEAD < n)
-				prefetch_slot(&p->keys, wire_h(x, off[i + AHEAD]));
-			if (i + AHEAD / 2 < n)
-				prefetch_rec(&p->keys, &p->recs, wire_h(x, off[i + AHEAD / 2]));
-			memcpy(&w, x->data + off[i], sizeof(w));
-			memset(&row, 0, sizeof(row));
-			row.key = (const char *)x->data + off[i] + sizeof(w);
-			row.key_len = w.key_len;
-			row.status = w.status;
-			row.entry = w.entry;
-			row.flags = w.flags;
-			memcpy(row.currency, w.currency, 4);
-			row.amount = w.amount;
-			row.time = w.time;
-			row.line = w.line;
-			if (w.op == OP_REJECT)
-				recon_compare_reject_key(p, from, &row, w.h);
-			else
-				recon_compare_apply_row(cmp, p, from, w.h, &row,
-							w.op == OP_NOID	 ? -1
-							: w.op == OP_DUP ? 1
-									 : 0);
-		}
-		last = x;
-	}
-	if (last)
-		batch_put(cmp, b, last);
-}
-
-/* Takes a partition's inbox (caller holds mu). */
-static struct batch *take_inbox(struct recon_compare *cmp, struct part *p)
-{
-	struct batch *b = p->inbox;
-
-	p->inbox = p->inbox_tail = NULL;
-	p->inbox_n = 0;
-	if (b)
-		pthread_cond_broadcast(&cmp->cv);
-	return b;
-}
-
-static void apply_inbox(struct recon_compare_feeder *f, struct batch *b)
-{
-	apply_batches(f->cmp, f->side, !f->side, b, &f->offs, &f->aoffs);
-}
-
-static void poll_inbox(struct recon_compare_feeder *f)
-{
-	struct recon_compare *cmp = f->cmp;
-	struct batch *b;
-
-	pthread_mutex_lock(&cmp->mu);
-	b = take_inbox(cmp, &cmp->part[f->side]);
-	pthread_mutex_unlock(&cmp->mu);
-	apply_inbox(f, b);
-}
-
-/*
- * Hands the outgoing batch to the other partition's feeder. While its inbox
- * is full, applies this feeder's own inbox (or waits): neither side can block
- * the other for good. Once the other feeder is gone, nobody else writes its
- * partition: the batch is applied here.
- */
-static void send_out(struct recon_compare_feeder *f)
-{
-	struct recon_compare *cmp = f->cmp;
-	struct part *me = &cmp->part[f->side], *to = &cmp->part[!f->side];
-	struct batch *b = f->out, *mine;
-
-	f->out = NULL;
-	if (!b)
-		return;
-	if (!b->len) {
-		batch_put(cmp, b, b);
-		return;
-	}
-	pthread_mutex_lock(&cmp->mu);
-	for (;;) {
-		if (to->gone) {
-			pthread_mutex_unlock(&cmp->mu);
-			apply_batches(cmp, !f->side, f->side, b, &f->offs, &f->aoffs);
-			return;
-		}
-		if (to->inbox_n < INBOX_MAX) {
-			if (to->inbox_tail)
-				to->inbox_tail->next = b;
-			else
-				to->inbox = b;
-			to->inbox_tail = b;
-			to->inbox_n++;
-			pthread_cond_broadcast(&cmp->cv);
-			break;
-		}
-		mine = take_inbox(cmp, me);
-		if (mine) {
-			pthread_mutex_unlock(&cmp->mu);
-			apply_inbox(f, mine);
-			pthread_mutex_lock(&cmp->mu);
-			continue;
-		}
-		pthread_cond_wait(&cmp->cv, &cmp->mu);
-	}
-	pthread_mutex_unlock(&cmp->mu);
-}
-
-/* Applies the rows of this feeder's own partition gathered so far. */
-static void flush_self(struct recon_compare_feeder *f)
-{
-	struct batch *b = f->self;
-
-	f->self = NULL;
-	if (b)
-		apply_batches(f->cmp, f->side, f->side, b, &f->offs, &f->aoffs);
-}
-
-/* Appends a row to *bp (a new batch when full: the full one goes through `full`). */
-static void put_row(struct recon_compare_feeder *f, struct batch **bp,
-		    void (*full)(struct recon_compare_feeder *), const struct wire *w,
-		    const char *key, const unsigned char *id)
-{
-	size_t need = WIRE_SIZE(w->key_len, w->id_len);
-
-	if (*bp && (*bp)->len + need > sizeof((*bp)->data))
-		full(f);
-	if (!*bp)
-		*bp = batch_get(f->cmp);
-	memcpy((*bp)->data + (*bp)->len, w, sizeof(*w));
-	memcpy((*bp)->data + (*bp)->len + sizeof(*w), key, w->key_len);
-	if (w->id_len && id)
-		memcpy((*bp)->data + (*bp)->len + sizeof(*w) + w->key_len, id, w->id_len);
-	(*bp)->len += need;
-}
-
-/* Sends a row, its id checked, to the partition of its key. */
-static void route(struct recon_compare_feeder *f, struct wire *w, const char *key)
-{
-	w->id_len = 0;
-	if (PART_OF(f->cmp, w->h) == f->side)
-		put_row(f, &f->self, flush_self, w, key, NULL);
-	else
-		put_row(f, &f->out, send_out, w, key, NULL);
-}
-
-/* Checks the ids of the upstream rows gathered in f->pre, in order, then routes them. */
+/* Checks the ids of the upstream rows gathered in f->pre, in order, then stages them. */
 static void flush_pre(struct recon_compare_feeder *f)
 {
 	struct recon_compare *cmp = f->cmp;
 	struct batch *b = f->pre;
 	size_t n, *off;
-	uint64_t *ih = NULL;
+	uint64_t *ih;
 
 	f->pre = NULL;
 	if (!b)
 		return;
-	/* own offsets: routing may apply batches (and index them) meanwhile */
 	n = batch_index(b, &f->pre_offs, &f->apre_offs);
 	off = f->pre_offs;
 	ih = recon_xmalloc(recon_st_mult(n ? n : 1, sizeof(*ih)));
 	for (size_t i = 0; i < n; i++) {
 		struct wire w;
 		memcpy(&w, b->data + off[i], sizeof(w));
-		ih[i] = w.id_len ? key_hash(b->data + off[i] + sizeof(w) + w.key_len, w.id_len) : 0;
+		ih[i] =
+		    w.id_len ? key_hash(b->data + off[i] + sizeof(w) + w.row.key_len, w.id_len) : 0;
 	}
 	for (size_t i = 0; i < n && i < AHEAD; i++)
 		prefetch_slot(&cmp->ids, ih[i]);
@@ -317,17 +465,61 @@ static void flush_pre(struct recon_compare_feeder *f)
 		if (i + AHEAD < n)
 			prefetch_slot(&cmp->ids, ih[i + AHEAD]);
 		if (i + AHEAD / 2 < n)
-			prefetch_rec(&cmp->ids, &cmp->idstore, ih[i + AHEAD / 2]);
+			prefetch_id(&cmp->ids, &cmp->idstore, ih[i + AHEAD / 2]);
 		memcpy(&w, b->data + off[i], sizeof(w));
 		if (w.op != OP_REJECT)
 			w.op = !w.id_len ? OP_NOID
-			       : recon_compare_id_seen_packed(cmp, key + w.key_len, w.id_len, ih[i])
+			       : recon_compare_id_seen_packed(cmp, key + w.row.key_len, w.id_len,
+							      ih[i])
 				   ? OP_DUP
 				   : OP_ADD;
-		route(f, &w, (const char *)key);
+		w.row.key = (const char *)key;
+		stage(f, &w.row, key_hash(key, w.row.key_len), w.op, 0);
 	}
 	free(ih);
-	batch_put(cmp, b, b);
+	pthread_mutex_lock(&cmp->mu);
+	b->next = cmp->free_batches;
+	cmp->free_batches = b;
+	pthread_mutex_unlock(&cmp->mu);
+}
+
+/* Appends an upstream row and its packed id (id_len bytes of id) to the id check's batch. */
+static void put_pre(struct recon_compare_feeder *f, const struct recon_row *row, uint8_t op,
+		    const unsigned char *id, uint32_t id_len)
+{
+	struct recon_compare *cmp = f->cmp;
+	size_t need = WIRE_SIZE(row->key_len, id_len);
+	struct wire w;
+
+	if (need > sizeof(f->pre->data)) {
+		fprintf(stderr, "recon: compare: key of %u bytes\n", row->key_len);
+		abort();
+	}
+	if (f->pre && f->pre->len + need > sizeof(f->pre->data))
+		flush_pre(f);
+	if (!f->pre) {
+		pthread_mutex_lock(&cmp->mu);
+		f->pre = cmp->free_batches;
+		if (f->pre)
+			cmp->free_batches = f->pre->next;
+		pthread_mutex_unlock(&cmp->mu);
+		if (!f->pre)
+			f->pre = recon_xmalloc(sizeof(*f->pre));
+		f->pre->next = NULL;
+		f->pre->len = 0;
+	}
+	memset(&w, 0, sizeof(w));
+	w.row = *row;
+	w.row.key = NULL;
+	w.row.entry_id = NULL;
+	w.row.entry_id_len = 0;
+	w.id_len = id_len;
+	w.op = op;
+	memcpy(f->pre->data + f->pre->len, &w, sizeof(w));
+	memcpy(f->pre->data + f->pre->len + sizeof(w), row->key, row->key_len);
+	if (id_len)
+		memcpy(f->pre->data + f->pre->len + sizeof(w) + row->key_len, id, id_len);
+	f->pre->len += need;
 }
 
 struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp, int side)
@@ -336,70 +528,48 @@ struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp,
 
 	f->cmp = cmp;
 	f->side = side == RECON_SIDE_LOCAL;
+	f->streams = recon_xcalloc(cmp->nparts, sizeof(*f->streams));
+	if (posix_memalign((void **)&f->wc, 64, recon_st_mult(cmp->nparts, WC)))
+		f->wc = NULL;
+	if (!f->wc) {
+		fprintf(stderr, "recon: out of memory\n");
+		abort();
+	}
+	f->wcn = recon_xcalloc(cmp->nparts, sizeof(*f->wcn));
 	pthread_mutex_lock(&cmp->mu);
-	cmp->part[f->side].feeding = true;
-	cmp->part[f->side].ended = false;
-	cmp->part[f->side].gone = false;
+	cmp->feeder[f->side] = f;
+	cmp->nfeeders++;
 	pthread_mutex_unlock(&cmp->mu);
 	return f;
 }
 
-/* Everything gathered goes on: ids checked, own rows applied, the rest sent. */
-static void flush_all(struct recon_compare_feeder *f)
-{
-	flush_pre(f);
-	flush_self(f);
-	send_out(f);
-}
-
 static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
 {
-	struct wire w;
+	struct recon_compare *cmp = f->cmp;
+	const uint64_t h = key_hash(row->key, row->key_len);
 	unsigned char small[160];
 
-	memset(&w, 0, sizeof(w));
-	w.h = key_hash(row->key, row->key_len);
-	w.amount = row->amount;
-	w.time = row->time;
-	w.line = row->line;
-	w.key_len = row->key_len;
-	w.status = row->status;
-	w.entry = row->entry;
-	w.flags = row->flags;
-	w.op = rejected ? OP_REJECT : OP_NOID;
-	memcpy(w.currency, row->currency, 4);
-	if (f->side == RECON_SIDE_UPSTREAM && f->cmp->speculate) {
-		if (!rejected && row->entry_id) {
-			recon_compare_fp_add(f->cmp, id_fingerprint(row, w.h));
-			w.op = OP_ADD;
-		}
-		route(f, &w, row->key);
-	} else if (f->side == RECON_SIDE_UPSTREAM) {
+	if (rejected) {
+		if (f->pre)
+			put_pre(f, row, OP_REJECT, NULL, 0); /* after the rows gathered */
+		else
+			stage(f, row, h, OP_REJECT, 0);
+	} else if (f->side != RECON_SIDE_UPSTREAM || !row->entry_id) {
+		if (f->pre)
+			put_pre(f, row, OP_NOID, NULL, 0);
+		else
+			stage(f, row, h, OP_NOID, 0);
+	} else if (cmp->speculate) {
+		stage(f, row, h, OP_ADD | OP_FP, id_fingerprint(row, h));
+	} else if (id_pack_max(row) <= sizeof(small)) {
 		/* ids are checked in read order, a batch at a time */
-		if (!rejected && row->entry_id && id_pack_max(row) <= sizeof(small)) {
-			w.id_len = (uint16_t)recon_compare_id_pack(row->entry, row->key,
-								   row->key_len, row->entry_id,
-								   row->entry_id_len, small);
-		} else if (!rejected && row->entry_id) {
-			/* a long id: checked now, in order, after the rows gathered */
-			flush_pre(f);
-			w.op = recon_compare_id_seen(f->cmp, row) ? OP_DUP : OP_ADD;
-			route(f, &w, row->key);
-			goto polled;
-		}
-		if (WIRE_SIZE(w.key_len, w.id_len) > sizeof(f->pre->data)) {
-			fprintf(stderr, "recon: compare: key of %u bytes\n", row->key_len);
-			abort();
-		}
-		put_row(f, &f->pre, flush_pre, &w, row->key, small);
+		put_pre(f, row, OP_ADD, small,
+			(uint32_t)recon_compare_id_pack(row->entry, row->key, row->key_len,
+							row->entry_id, row->entry_id_len, small));
 	} else {
-		route(f, &w, row->key);
-	}
-polled:
-	if (++f->since_poll >= POLL_EVERY) {
-		f->since_poll = 0;
-		flush_all(f);
-		poll_inbox(f);
+		/* a long id: checked now, in order, after the rows gathered */
+		flush_pre(f);
+		stage(f, row, h, recon_compare_id_seen(cmp, row) ? OP_DUP : OP_ADD, 0);
 	}
 }
 
@@ -413,38 +583,47 @@ void recon_compare_feeder_add_rejected(struct recon_compare_feeder *f, const str
 	feed(f, row, true);
 }
 
+/*
+ * Ends a feeder. Once every feeder has ended, the threads that end them build
+ * the partitions together; each returns when all are built. The feeders'
+ * streams are read by both builders: each is freed only after both are done.
+ */
 void recon_compare_feeder_free(struct recon_compare_feeder *f)
 {
 	struct recon_compare *cmp;
-	struct part *me, *other;
-	struct batch *b;
+	struct recon_fppairs fps = {0};
+	bool distinct = true;
+	size_t q;
 
 	if (!f)
 		return;
 	cmp = f->cmp;
-	me = &cmp->part[f->side];
-	other = &cmp->part[!f->side];
-	flush_all(f);
-	/* serve the other side's rows for this partition until it ends too */
+	flush_pre(f);
+	for (size_t i = 0; i < cmp->nparts; i++)
+		stream_end(f, i);
+#ifdef __SSE2__
+	_mm_sfence(); /* the non-temporal stores are seen by the other builder */
+#endif
 	pthread_mutex_lock(&cmp->mu);
-	me->ended = true;
+	cmp->fed++;
 	pthread_cond_broadcast(&cmp->cv);
-	for (;;) {
-		b = take_inbox(cmp, me);
-		if (b) {
-			pthread_mutex_unlock(&cmp->mu);
-			apply_inbox(f, b);
-			pthread_mutex_lock(&cmp->mu);
-			continue;
-		}
-		if (!other->feeding || other->ended)
-			break;
+	while (cmp->fed < cmp->nfeeders)
 		pthread_cond_wait(&cmp->cv, &cmp->mu);
-	}
-	me->gone = true;
-	pthread_cond_broadcast(&cmp->cv);
 	pthread_mutex_unlock(&cmp->mu);
-	free(f->offs);
+	while ((q = atomic_fetch_add(&cmp->next_part, 1)) < cmp->nparts)
+		distinct = build_part(cmp, q, (unsigned)f->side, &fps) && distinct;
+	free(fps.v);
+	pthread_mutex_lock(&cmp->mu);
+	cmp->spec_dup = cmp->spec_dup || !distinct;
+	cmp->built++;
+	pthread_cond_broadcast(&cmp->cv);
+	while (cmp->built < cmp->nfeeders)
+		pthread_cond_wait(&cmp->cv, &cmp->mu);
+	cmp->feeder[f->side] = NULL;
+	pthread_mutex_unlock(&cmp->mu);
+	free(f->streams);
+	free(f->wc);
+	free(f->wcn);
 	free(f->pre_offs);
 	free(f);
 }

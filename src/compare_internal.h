@@ -3,15 +3,19 @@
  * classification) and compare_feed.c (feeding both sides on two threads)
  * share. Not a public header: nothing outside those two files includes it.
  *
- * Keys split into NPART partitions by their hash's top 32 bits; a partition
- * is a table of (tag, record reference) slots and the records' chunked
- * store. Feeding on two threads: feeder s owns partition s and is its only
- * writer while the feeders run (compare_feed.c says how rows change hands).
+ * Keys split into nparts partitions by their hash's top 32 bits (part_of);
+ * a partition is a table of (tag, record reference) slots. The records
+ * themselves live in two stores, one per writer (the thread building a
+ * partition writes its new records to its own store): a record reference
+ * names its store in its top bit. Feeding on two threads stages each row in
+ * its partition's stream and builds the partitions once both sides are
+ * read, each in the cache (compare_feed.c).
  */
 #ifndef RECON_COMPARE_INTERNAL_H
 #define RECON_COMPARE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,24 +24,42 @@
 #include "recon_compare.h"
 #include "recon_mem.h"
 
-#define NPART 2
-/* Partition 0 holds the hashes whose top 32 bits are below cmp->split (recon_compare_balance). */
-#define PART_OF(cmp, h) ((int)((uint32_t)((h) >> 32) >= (cmp)->split))
+/* Writers (threads that build partitions): a record reference's top bit names its store. */
+#define NWRITERS       2
+#define REF_STORE(ref) ((ref) >> 31)
+#define REF_IN(ref)    ((ref)&0x7fffffffu)
+
+/*
+ * Blocks: the staged rows' and the records' unit of memory. A block a
+ * partition's build has read becomes a record chunk of that builder's store:
+ * the records of a window take the memory its staged rows leave.
+ */
+#define BLOCK_BITS 15
+#define BLOCK	   ((size_t)1 << BLOCK_BITS)
+
+/* Fresh blocks come from slabs (mmap'd, prefaulted at once); freed ones are listed per writer. */
+struct pool {
+	unsigned char *cur, *end; /* the slab being carved */
+	void *free;		  /* freed blocks, linked through their first word */
+	size_t next_slab;	  /* bytes of the next slab (doubles up to SLAB_MAX) */
+};
 
 /* Chunked storage addressed by 32-bit references (0: none). */
-#define CHUNK_BITS  21
-#define STORE_CHUNK ((size_t)1 << CHUNK_BITS)
 struct store {
 	char **chunk;
 	size_t *used;
 	size_t n, alloc;
-	unsigned shift; /* log2 of the unit: 3 (records) or 2 (ids) */
+	unsigned shift;	   /* log2 of the unit: 3 (records) or 2 (ids) */
+	unsigned bits;	   /* log2 of a chunk's size */
+	unsigned refbits;  /* bits of a reference (31 for records: the top one is the store) */
+	uint32_t refbase;  /* ORed into every reference handed out */
+	struct pool *pool; /* where chunks come from (blocks); NULL: big allocations */
 };
 
 static inline void *store_at(const struct store *s, uint32_t ref)
 {
-	return s->chunk[ref >> (CHUNK_BITS - s->shift)] +
-	       ((size_t)(ref & ((1u << (CHUNK_BITS - s->shift)) - 1)) << s->shift);
+	return s->chunk[ref >> (s->bits - s->shift)] +
+	       ((size_t)(ref & ((1u << (s->bits - s->shift)) - 1)) << s->shift);
 }
 
 /*
@@ -67,24 +89,43 @@ static inline size_t slot_next(const struct slots *t, size_t i)
 	return i + 1 == t->cap ? 0 : i + 1;
 }
 
+/*
+ * A partition's table: the same slots, in segments of one block each (taken
+ * from its builder's pool: the blocks its staged rows leave), so that
+ * building a partition allocates no fresh memory. cap 0: nothing yet.
+ */
+#define SEG_SLOTS (BLOCK / sizeof(struct slot))
+struct ptable {
+	struct slot **seg;
+	size_t cap, n, nseg;
+};
+
+static inline struct slot *pt_at(const struct ptable *t, size_t i)
+{
+	return &t->seg[i / SEG_SLOTS][i % SEG_SLOTS];
+}
+
+static inline size_t pt_home(const struct ptable *t, uint32_t tag)
+{
+	return (size_t)(((uint64_t)tag * t->cap) >> 32);
+}
+
+static inline size_t pt_next(const struct ptable *t, size_t i)
+{
+	return i + 1 == t->cap ? 0 : i + 1;
+}
+
 /* A table of pointers (idents of widened keys: rare). */
 struct table {
 	void **slot;
-	size_t cap; /* power of two */
+	size_t cap; /* power of two; 0 until first used */
 	size_t n;
 };
 
 struct part {
-	struct slots keys;
-	struct store recs;
-	struct recon_arena arena; /* keyents and idents of widened keys */
+	struct ptable keys;
 	struct table idents;
-	/* the exchange: batches for this partition (under recon_compare.mu) */
-	struct batch *inbox, *inbox_tail;
-	size_t inbox_n;
-	bool feeding; /* a feeder owns the partition */
-	bool ended;   /* ...and sends no more rows */
-	bool gone;    /* ...and no longer applies any: others may write the partition */
+	unsigned w; /* the writer whose store and arena take its new records and keyents */
 };
 
 /*
@@ -113,17 +154,28 @@ struct recon_compare {
 	int64_t now;
 	bool upstream_is_statement;
 	int64_t tbase, tlo, thi;  /* narrow times: tbase + int32 */
-	uint32_t split;		  /* partition of a hash: PART_OF */
 	struct recon_arena arena; /* recon_compare_arena(): the caller's */
-	struct part part[NPART];
+	struct part *part;
+	size_t nparts;
+	struct store recs[NWRITERS];   /* records; writer w's references have top bit w */
+	struct store kstore[NWRITERS]; /* keyents and idents of widened keys, per writer */
+	struct pool pool[NWRITERS];
+	void **slabs; /* every slab, unmapped by recon_compare_free() */
+	size_t *slab_len;
+	size_t nslabs, aslabs;
 	struct slots ids; /* entry ids seen upstream: packed in idstore */
 	struct store idstore;
 	/* speculative duplicate check (recon_compare_speculate_ids) */
 	bool speculate;
 	bool ids_checked, ids_distinct; /* recon_compare_ids_distinct() ran: its answer */
+	bool spec_dup; /* a builder found two speculated entries of a key with one fingerprint */
 	struct fpbucket fps[FP_BUCKETS];
+	/* feeding on threads (compare_feed.c), under mu */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	struct recon_compare_feeder *feeder[2]; /* by side */
+	int nfeeders, fed, built;
+	atomic_size_t next_part; /* the next partition a builder takes */
 	struct batch *free_batches;
 	const char **pend_keys;
 	uint32_t *pend_lens;
@@ -135,6 +187,35 @@ struct recon_compare {
 	struct recon_compare_counts counts;
 	int64_t history_start, horizon; /* recon_compare_horizon */
 };
+
+/* The partition of a hash: its top 32 bits' fraction of nparts. */
+static inline size_t part_of(const struct recon_compare *cmp, uint64_t h)
+{
+	return (size_t)(((h >> 32) * cmp->nparts) >> 32);
+}
+
+/* Three uppercase ASCII letters in 15 bits; 0 when the code is anything else. */
+static inline uint16_t cur_pack(const char *c)
+{
+	const unsigned a = (unsigned char)c[0] - 'A', b = (unsigned char)c[1] - 'A',
+		       d = (unsigned char)c[2] - 'A';
+
+	if (a > 25 || b > 25 || d > 25 || c[3])
+		return 0;
+	return (uint16_t)((a + 1) << 10 | (b + 1) << 5 | (d + 1));
+}
+
+static inline void cur_unpack(uint16_t v, char *c)
+{
+	if (!v) {
+		memset(c, 0, 4);
+		return;
+	}
+	c[0] = (char)('A' - 1 + (v >> 10 & 31));
+	c[1] = (char)('A' - 1 + (v >> 5 & 31));
+	c[2] = (char)('A' - 1 + (v & 31));
+	c[3] = '\0';
+}
 
 /* 64-bit hash of a key, 8 bytes at a time, then a full avalanche (murmur3 fmix64). */
 static inline uint64_t key_hash(const void *key, size_t n)
@@ -205,7 +286,14 @@ static inline uint64_t id_fingerprint(const struct recon_row *row, uint64_t kh)
 void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
 			     const struct recon_row *row, int iddup);
 /* Marks the key of a rejected row of `side` in partition p. */
-void recon_compare_reject_key(struct part *p, int side, const struct recon_row *row, uint64_t h);
+void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int side,
+			      const struct recon_row *row, uint64_t h);
+/* Sizes partition p's table for n keys (before its build, by the writer p->w). */
+void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint64_t n);
+/* A block of BLOCK bytes (BLOCK aligned) from writer w's pool; lives until recon_compare_free(). */
+void *recon_compare_block(struct recon_compare *cmp, unsigned w);
+/* Gives a block back to writer w's pool. */
+void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b);
 /* Packs (entry, key, id) into out (at least id_pack_max() bytes); returns its length. */
 size_t recon_compare_id_pack(uint8_t entry, const char *key, uint32_t klen, const char *id,
 			     size_t len, unsigned char *out);
@@ -214,6 +302,25 @@ bool recon_compare_id_seen(struct recon_compare *cmp, const struct recon_row *ro
 /* The same for an id packed already, h its key_hash(); true when seen before. */
 bool recon_compare_id_seen_packed(struct recon_compare *cmp, const unsigned char *pk, size_t n,
 				  uint64_t h);
+/* A speculated entry's fingerprint and its record, for the builders' duplicate check. */
+struct recon_fppair {
+	const void *rec;
+	uint64_t fp;
+};
+struct recon_fppairs {
+	struct recon_fppair *v;
+	size_t n, alloc;
+};
+/*
+ * Applies a speculated statement entry (fingerprint fp) during a partition's
+ * build, before its local rows; fps collects what recon_compare_fppairs_distinct()
+ * checks once the partition's entries are in.
+ */
+void recon_compare_apply_up_spec(struct recon_compare *cmp, struct part *p, uint64_t h,
+				 const struct recon_row *row, uint64_t fp,
+				 struct recon_fppairs *fps);
+/* Whether no record holds two entries with one fingerprint in fps; empties fps. */
+bool recon_compare_fppairs_distinct(struct recon_fppairs *fps);
 /* Appends a speculated entry's fingerprint (recon_compare_speculate_ids). */
 void recon_compare_fp_add(struct recon_compare *cmp, uint64_t fp);
 

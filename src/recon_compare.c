@@ -43,14 +43,17 @@ int recon_class_from_name(const char *name)
  *   fields and rules as ever) is allocated and the narrow state replayed into
  *   it. Classification reads a narrow record through the same replay, so both
  *   forms give the same answers.
- * - Keys split into NPART partitions by one hash bit; each has its own
- *   open-addressing table of (hash, record reference) pairs, 8 bytes a slot.
+ * - Keys split into partitions by their hash (part_of); each has its own
+ *   open-addressing table of (hash, record reference) pairs, 8 bytes a slot,
+ *   small enough to stay in the cache while its partition is built. The
+ *   records live in one store per writer, in BLOCK-sized chunks.
  * - Duplicate statement entries (same entry id and type) are found in one
  *   table of ids, packed (a digit string takes half its length), owned by the
  *   upstream side; entries without an id are identified per key.
  *
- * Feeding on two threads (feeder s owns partition s): compare_feed.c. The
- * structures both files share: compare_internal.h.
+ * Feeding on two threads (rows staged by partition, then the partitions
+ * built on both threads): compare_feed.c. The structures both files share:
+ * compare_internal.h.
  */
 
 /* The full fold state of one key (a widened record). */
@@ -162,44 +165,212 @@ static void *big_alloc(size_t n, bool zero)
 	return p;
 }
 
-/* Allocates in a store (compare_internal.h); reference 0 is never handed out. */
-static void *store_alloc(struct store *s, size_t size, uint32_t *ref)
+static void store_init(struct store *s, unsigned shift, unsigned bits, unsigned refbits,
+		       uint32_t refbase, struct pool *pool)
 {
+	memset(s, 0, sizeof(*s));
+	s->shift = shift;
+	s->bits = bits;
+	s->refbits = refbits;
+	s->refbase = refbase;
+	s->pool = pool;
+}
+
+/*
+ * Allocates in a store (compare_internal.h); reference 0 is never handed out.
+ * cmp and w: the compare and writer whose pool gives a pooled store its chunks.
+ */
+static void *store_alloc(struct recon_compare *cmp, unsigned w, struct store *s, size_t size,
+			 uint32_t *ref)
+{
+	const size_t chunk = (size_t)1 << s->bits;
 	size_t off;
 
-	if (size > STORE_CHUNK - 8) { /* normalize bounds keys and ids far below this */
+	if (size > chunk - 8) { /* normalize bounds keys (4 KiB) and ids far below this */
 		fprintf(stderr, "recon: compare: an item of %zu bytes does not fit a chunk\n",
 			size);
 		abort();
 	}
 
-	if (!s->n || s->used[s->n - 1] + size > STORE_CHUNK) {
+	if (!s->n || s->used[s->n - 1] + size > chunk) {
 		size_t a = s->alloc;
-		if (s->n >> (32 - CHUNK_BITS + s->shift)) {
+		if (s->n >> (s->refbits - s->bits + s->shift)) {
 			fprintf(stderr, "recon: compare: more than %zu GiB of keys in one window\n",
-				(size_t)1 << (2 + s->shift));
+				(size_t)1 << (s->refbits + s->shift - 30));
 			abort();
 		}
 		recon_grow((void **)&s->chunk, &a, s->n + 1, sizeof(*s->chunk));
 		s->used = recon_xrealloc(s->used, recon_st_mult(a, sizeof(*s->used)));
 		s->alloc = a;
-		s->chunk[s->n] = big_alloc(STORE_CHUNK, false);
+		s->chunk[s->n] = s->pool ? recon_compare_block(cmp, w) : big_alloc(chunk, false);
 		s->used[s->n] = s->n ? 0 : (size_t)1 << s->shift; /* keep reference 0 free */
 		s->n++;
 	}
 	off = s->used[s->n - 1];
 	s->used[s->n - 1] += size;
-	*ref = (uint32_t)(((s->n - 1) << (CHUNK_BITS - s->shift)) | (off >> s->shift));
+	*ref = (uint32_t)(((s->n - 1) << (s->bits - s->shift)) | (off >> s->shift)) | s->refbase;
 	return s->chunk[s->n - 1] + off;
 }
 
+/* Frees a store's chunks (a pooled store's go with the slabs). */
 static void store_release(struct store *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n && !s->pool; i++)
 		free(s->chunk[i]);
 	free(s->chunk);
 	free(s->used);
 	memset(s, 0, sizeof(*s));
+}
+
+/* The record a reference names (in its writer's store). */
+static inline struct krec *rec_at(const struct recon_compare *cmp, uint32_t ref)
+{
+	return store_at(&cmp->recs[REF_STORE(ref)], REF_IN(ref));
+}
+
+static void fps_push(struct recon_fppairs *fps, const void *rec, uint64_t fp)
+{
+	if (fps->n == fps->alloc)
+		recon_grow((void **)&fps->v, &fps->alloc, fps->n + 1, sizeof(*fps->v));
+	fps->v[fps->n].rec = rec;
+	fps->v[fps->n++].fp = fp;
+}
+
+/* ---- blocks (compare_internal.h): slabs carved into BLOCK-sized pieces ---- */
+
+#define SLAB_MIN ((size_t)256 << 10)
+#define SLAB_MAX ((size_t)32 << 20)
+
+/*
+ * Maps len bytes (a multiple of the page size), zero, in huge pages where it
+ * spans some and the system allows them: the staged rows and tables are
+ * written all over (a thousand streams at once), and on small pages nearly
+ * every row would miss the TLB. populate: faulted in at once (one call).
+ * Unmapped by recon_compare_free().
+ */
+static void *map_region(struct recon_compare *cmp, size_t len, bool populate)
+{
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	const size_t extra = len >= HUGE_ALIGN ? HUGE_ALIGN : 0;
+	unsigned char *m = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, flags, -1, 0), *a;
+
+	if (m == MAP_FAILED) {
+		fprintf(stderr, "recon: compare: cannot map %zu bytes\n", len);
+		abort();
+	}
+	/* 2 MiB aligned: whole huge pages */
+	a = (unsigned char *)(((uintptr_t)m + extra - 1) & ~(uintptr_t)(extra ? extra - 1 : 0));
+	if (!extra)
+		a = m;
+	if (a > m)
+		munmap(m, (size_t)(a - m));
+	if (m + len + extra > a + len)
+		munmap(a + len, (size_t)(m + len + extra - (a + len)));
+#ifdef MADV_HUGEPAGE
+	if (extra)
+		(void)madvise(a, len, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+	if (populate)
+		(void)madvise(a, len, MADV_POPULATE_WRITE);
+#else
+	(void)populate;
+#endif
+	pthread_mutex_lock(&cmp->mu);
+	if (cmp->nslabs == cmp->aslabs) {
+		size_t na = cmp->aslabs;
+		recon_grow((void **)&cmp->slabs, &na, cmp->nslabs + 1, sizeof(*cmp->slabs));
+		cmp->slab_len =
+		    recon_xrealloc(cmp->slab_len, recon_st_mult(na, sizeof(*cmp->slab_len)));
+		cmp->aslabs = na;
+	}
+	cmp->slabs[cmp->nslabs] = a;
+	cmp->slab_len[cmp->nslabs++] = len;
+	pthread_mutex_unlock(&cmp->mu);
+	return a;
+}
+
+void *recon_compare_block(struct recon_compare *cmp, unsigned w)
+{
+	struct pool *pl = &cmp->pool[w];
+	void *b = pl->free;
+
+	if (b) {
+		memcpy(&pl->free, b, sizeof(void *));
+		return b;
+	}
+	if (pl->cur == pl->end) {
+		size_t len = pl->next_slab ? pl->next_slab : SLAB_MIN;
+		void *m = map_region(cmp, len, true);
+		pl->next_slab = len * 2 < SLAB_MAX ? len * 2 : SLAB_MAX;
+		pl->cur = m;
+		pl->end = pl->cur + len;
+	}
+	b = pl->cur;
+	pl->cur += BLOCK;
+	return b;
+}
+
+void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b)
+{
+	struct pool *pl = &cmp->pool[w];
+
+	memcpy(b, &pl->free, sizeof(void *));
+	pl->free = b;
+}
+
+/* ---- partition tables (compare_internal.h) ---- */
+
+static void pt_init(struct recon_compare *cmp, unsigned w, struct ptable *t, size_t cap)
+{
+	t->cap = cap;
+	t->n = 0;
+	t->nseg = (cap + SEG_SLOTS - 1) / SEG_SLOTS;
+	t->seg = recon_xmalloc(recon_st_mult(t->nseg ? t->nseg : 1, sizeof(*t->seg)));
+	for (size_t i = 0; i < t->nseg; i++) {
+		t->seg[i] = recon_compare_block(cmp, w);
+		memset(t->seg[i], 0,
+		       (i + 1 < t->nseg ? SEG_SLOTS : cap - i * SEG_SLOTS) * sizeof(struct slot));
+	}
+}
+
+static void pt_release(struct recon_compare *cmp, unsigned w, struct ptable *t)
+{
+	for (size_t i = 0; i < t->nseg; i++)
+		recon_compare_block_put(cmp, w, t->seg[i]);
+	free(t->seg);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Rehashes partition p's table into ncap slots (ncap > cap). */
+static void pt_resize(struct recon_compare *cmp, struct part *p, size_t ncap)
+{
+	struct ptable nt, *t = &p->keys;
+
+	pt_init(cmp, p->w, &nt, ncap);
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct slot *x = pt_at(t, i);
+		size_t j;
+		if (!x->ref)
+			continue;
+		for (j = pt_home(&nt, x->h); pt_at(&nt, j)->ref; j = pt_next(&nt, j))
+			;
+		*pt_at(&nt, j) = *x;
+	}
+	nt.n = t->n;
+	pt_release(cmp, p->w, t);
+	*t = nt;
+}
+
+static void pt_grow(struct recon_compare *cmp, struct part *p)
+{
+	const size_t cap = p->keys.cap;
+
+	if (cap >= (size_t)1 << 32) {
+		fprintf(stderr, "recon: compare: more than 2^32 slots in one table\n");
+		abort();
+	}
+	pt_resize(cmp, p, !cap ? 64 : cap * 2 < (size_t)1 << 32 ? cap * 2 : (size_t)1 << 32);
 }
 
 static void slots_init(struct slots *t, size_t cap)
@@ -237,6 +408,14 @@ static void slots_grow(struct slots *t)
 	slots_resize(t, t->cap * 2 < (size_t)1 << 32 ? t->cap * 2 : (size_t)1 << 32);
 }
 
+/* Memory for a widened key's state, in its partition's writer's store (8-byte aligned). */
+static void *kalloc(struct recon_compare *cmp, const struct part *p, size_t n)
+{
+	uint32_t ref;
+
+	return store_alloc(cmp, p->w, &cmp->kstore[p->w], (n + 7) & ~(size_t)7, &ref);
+}
+
 /* Identity of one statement entry without an id, in a widened key. */
 struct ident {
 	uint64_t hash;
@@ -267,27 +446,32 @@ static void table_init(struct table *t)
 	t->slot = recon_xcalloc(t->cap, sizeof(*t->slot));
 }
 
-/* Three uppercase ASCII letters in 15 bits; 0 when the code is anything else. */
-static uint16_t cur_pack(const char *c)
-{
-	const unsigned a = (unsigned char)c[0] - 'A', b = (unsigned char)c[1] - 'A',
-		       d = (unsigned char)c[2] - 'A';
+/*
+ * Partitions: at least PARTS_MIN; recon_compare_reserve() makes one per
+ * PART_KEYS keys (a power of two, at most PARTS_MAX), so that a partition's
+ * table and records (~75 bytes a key) stay in a core's cache while it is
+ * built, and its rows are staged in few enough streams to stay cheap.
+ */
+#define PARTS_MIN 16
+#define PARTS_MAX 1024
+#define PART_KEYS 8192
 
-	if (a > 25 || b > 25 || d > 25 || c[3])
-		return 0;
-	return (uint16_t)((a + 1) << 10 | (b + 1) << 5 | (d + 1));
+/* Partitions, their tables empty (made on first use). */
+static void parts_init(struct recon_compare *cmp, size_t n)
+{
+	cmp->part = recon_xcalloc(n, sizeof(*cmp->part));
+	cmp->nparts = n;
 }
 
-static void cur_unpack(uint16_t v, char *c)
+static void parts_release(struct recon_compare *cmp)
 {
-	if (!v) {
-		memset(c, 0, 4);
-		return;
+	for (size_t i = 0; i < cmp->nparts; i++) {
+		free(cmp->part[i].keys.seg);
+		free(cmp->part[i].idents.slot);
 	}
-	c[0] = (char)('A' - 1 + (v >> 10 & 31));
-	c[1] = (char)('A' - 1 + (v >> 5 & 31));
-	c[2] = (char)('A' - 1 + (v & 31));
-	c[3] = '\0';
+	free(cmp->part);
+	cmp->part = NULL;
+	cmp->nparts = 0;
 }
 
 struct recon_compare *recon_compare_new(const struct recon_job *job, const struct recon_window *win,
@@ -304,19 +488,17 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	cmp->tbase = win->start;
 	if (cmp->tbase < INT64_MIN / 2 || cmp->tbase > INT64_MAX / 2)
 		cmp->tbase = 0;
-	cmp->split = UINT32_C(1) << 31;
 	cmp->tlo = cmp->tbase + INT32_MIN;
 	cmp->thi = cmp->tbase + INT32_MAX;
 	recon_arena_init(&cmp->arena);
-	for (int i = 0; i < NPART; i++) {
-		struct part *p = &cmp->part[i];
-		slots_init(&p->keys, 1024);
-		p->recs.shift = 3;
-		recon_arena_init(&p->arena);
-		table_init(&p->idents);
+	parts_init(cmp, PARTS_MIN);
+	for (unsigned w = 0; w < NWRITERS; w++) {
+		store_init(&cmp->recs[w], 3, BLOCK_BITS, 31, (uint32_t)w << 31, &cmp->pool[w]);
+		store_init(&cmp->kstore[w], 3, BLOCK_BITS, 31, 0, &cmp->pool[w]);
 	}
 	slots_init(&cmp->ids, 1024);
-	cmp->idstore.shift = 2;
+	store_init(&cmp->idstore, 2, 21, 32, 0, NULL);
+	atomic_init(&cmp->next_part, 0);
 	pthread_mutex_init(&cmp->mu, NULL);
 	pthread_cond_init(&cmp->cv, NULL);
 	return cmp;
@@ -333,18 +515,15 @@ void recon_compare_free(struct recon_compare *cmp)
 	if (!cmp)
 		return;
 	recon_arena_release(&cmp->arena);
-	for (int i = 0; i < NPART; i++) {
-		struct part *p = &cmp->part[i];
-		free(p->keys.v);
-		store_release(&p->recs);
-		recon_arena_release(&p->arena);
-		free(p->idents.slot);
-		while (p->inbox) {
-			struct batch *b = p->inbox;
-			p->inbox = b->next;
-			free(b);
-		}
+	parts_release(cmp);
+	for (unsigned w = 0; w < NWRITERS; w++) {
+		store_release(&cmp->recs[w]);
+		store_release(&cmp->kstore[w]);
 	}
+	for (size_t i = 0; i < cmp->nslabs; i++)
+		munmap(cmp->slabs[i], cmp->slab_len[i]);
+	free(cmp->slabs);
+	free(cmp->slab_len);
 	free(cmp->ids.v);
 	store_release(&cmp->idstore);
 	for (size_t i = 0; i < FP_BUCKETS; i++)
@@ -394,13 +573,15 @@ static void table_grow(struct table *t, uint32_t (*hashof)(const void *))
 static struct krec *find_rec(const struct recon_compare *cmp, const char *key, size_t len,
 			     uint64_t h)
 {
-	const struct part *p = &cmp->part[PART_OF(cmp, h)];
-	const struct slots *t = &p->keys;
+	const struct part *p = &cmp->part[part_of(cmp, h)];
+	const struct ptable *t = &p->keys;
 	const uint32_t tag = (uint32_t)h;
 
-	for (size_t i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
-		if (t->v[i].h == tag) {
-			struct krec *r = store_at(&p->recs, t->v[i].ref);
+	if (!t->cap)
+		return NULL;
+	for (size_t i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i)) {
+		if (pt_at(t, i)->h == tag) {
+			struct krec *r = rec_at(cmp, pt_at(t, i)->ref);
 			if (r->key_len == len && bytes_eq(r->key, key, len))
 				return r;
 		}
@@ -408,17 +589,20 @@ static struct krec *find_rec(const struct recon_compare *cmp, const char *key, s
 	return NULL;
 }
 
-static struct krec *get_rec(struct part *p, const char *key, size_t len, uint64_t h)
+static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const char *key, size_t len,
+			    uint64_t h)
 {
-	struct slots *t = &p->keys;
+	struct ptable *t = &p->keys;
 	const uint32_t tag = (uint32_t)h;
-	size_t i;
+	size_t i = 0;
 	struct krec *r;
 	uint32_t ref;
+	struct slot *x;
 
-	for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i)) {
-		if (t->v[i].h == tag) {
-			r = store_at(&p->recs, t->v[i].ref);
+	for (i = t->cap ? pt_home(t, tag) : 0; t->cap && (x = pt_at(t, i))->ref;
+	     i = pt_next(t, i)) {
+		if (x->h == tag) {
+			r = rec_at(cmp, x->ref);
 			if (r->key_len == len && bytes_eq(r->key, key, len))
 				return r;
 		}
@@ -428,18 +612,18 @@ static struct krec *get_rec(struct part *p, const char *key, size_t len, uint64_
 		abort();
 	}
 	if ((t->n + 1) * 10 > t->cap * 7) {
-		slots_grow(t);
-		for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i))
+		pt_grow(cmp, p);
+		for (i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i))
 			;
 	}
-	r = store_alloc(&p->recs, REC_SIZE(len), &ref);
+	r = store_alloc(cmp, p->w, &cmp->recs[p->w], REC_SIZE(len), &ref);
 	memset(r, 0, REC_HEAD);
 	r->key_len = (uint16_t)len;
 	r->klass = -1;
 	memcpy(r->key, key, len);
 	r->key[len] = '\0';
-	t->v[i].h = tag;
-	t->v[i].ref = ref;
+	pt_at(t, i)->h = tag;
+	pt_at(t, i)->ref = ref;
 	t->n++;
 	return r;
 }
@@ -519,7 +703,7 @@ bool recon_compare_id_seen_packed(struct recon_compare *cmp, const unsigned char
 		for (i = slot_home(t, tag); t->v[i].ref; i = slot_next(t, i))
 			;
 	}
-	memcpy(store_alloc(&cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
+	memcpy(store_alloc(cmp, 0, &cmp->idstore, (n + 3) & ~(size_t)3, &ref), pk, n);
 	t->v[i].h = tag;
 	t->v[i].ref = ref;
 	t->n++;
@@ -550,7 +734,8 @@ static bool ident_eq(const struct ident *a, const struct ident *b)
 }
 
 /* Records a widened key's id-less entry; true when the same entry was seen before. */
-static bool ident_seen(struct part *p, const struct keyent *k, const struct recon_row *row)
+static bool ident_seen(struct recon_compare *cmp, struct part *p, const struct keyent *k,
+		       const struct recon_row *row)
 {
 	struct table *t = &p->idents;
 	struct ident probe = {0}, *e;
@@ -566,6 +751,8 @@ static bool ident_seen(struct part *p, const struct keyent *k, const struct reco
 	h = hash_bytes(&row->amount, sizeof(row->amount), h);
 	h = hash_bytes(&row->time, sizeof(row->time), h);
 	probe.hash = h;
+	if (!t->cap)
+		table_init(t);
 	for (i = (uint32_t)h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
 		if (ident_eq(t->slot[i], &probe))
 			return true;
@@ -574,7 +761,7 @@ static bool ident_seen(struct part *p, const struct keyent *k, const struct reco
 		for (i = (uint32_t)h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
 			;
 	}
-	e = recon_arena_alloc(&p->arena, sizeof(*e));
+	e = kalloc(cmp, p, sizeof(*e));
 	*e = probe;
 	t->slot[i] = e;
 	t->n++;
@@ -720,13 +907,13 @@ static const struct keyent *view(const struct recon_compare *cmp, const struct k
 
 static void widen(struct recon_compare *cmp, struct part *p, struct krec *r)
 {
-	struct keyent *k = recon_arena_alloc(&p->arena, sizeof(*k));
+	struct keyent *k = kalloc(cmp, p, sizeof(*k));
 	struct recon_row row;
 
 	view(cmp, r, k);
 	if ((r->fl & (F_UP | F_UP_ID)) == F_UP) {
 		narrow_up_row(cmp, r, &row);
-		(void)ident_seen(p, k, &row);
+		(void)ident_seen(cmp, p, k, &row);
 	}
 	r->u.ext = k;
 	r->fl = (uint8_t)((r->fl & (F_REJ_UP | F_REJ_LOC)) | F_EXT);
@@ -745,7 +932,7 @@ static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row 
 void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
 			     const struct recon_row *row, int iddup)
 {
-	struct krec *r = get_rec(p, row->key, row->key_len, h);
+	struct krec *r = get_rec(cmp, p, row->key, row->key_len, h);
 	const uint16_t cur = cur_pack(row->currency);
 
 	if (side == RECON_SIDE_LOCAL) {
@@ -780,23 +967,63 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 		}
 		widen(cmp, p, r);
 	}
-	fold_up(r->u.ext, row, iddup < 0 ? ident_seen(p, r->u.ext, row) : iddup == 1);
+	fold_up(r->u.ext, row, iddup < 0 ? ident_seen(cmp, p, r->u.ext, row) : iddup == 1);
 }
 
-void recon_compare_reject_key(struct part *p, int side, const struct recon_row *row, uint64_t h)
+void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int side,
+			      const struct recon_row *row, uint64_t h)
 {
-	struct krec *r = get_rec(p, row->key, row->key_len, h);
+	struct krec *r = get_rec(cmp, p, row->key, row->key_len, h);
 
 	r->fl |= side == RECON_SIDE_LOCAL ? F_REJ_LOC : F_REJ_UP;
 }
 
-void recon_compare_balance(struct recon_compare *cmp, int64_t upstream_share)
+/*
+ * A speculated statement entry (fp: its fingerprint) of partition p, applied
+ * during p's build by writer w, before any local row of p. Two entries share
+ * an id only under one key: a key's first entry leaves its fingerprint in the
+ * record (in the local amount, unused until a local row comes); a key's later
+ * entries list their fingerprints, and the first's, in *fps, which the
+ * builder checks once the partition's statement entries are applied.
+ */
+void recon_compare_apply_up_spec(struct recon_compare *cmp, struct part *p, uint64_t h,
+				 const struct recon_row *row, uint64_t fp,
+				 struct recon_fppairs *fps)
 {
-	if (upstream_share < 10)
-		upstream_share = 10;
-	if (upstream_share > 90)
-		upstream_share = 90;
-	cmp->split = (uint32_t)(((uint64_t)upstream_share << 32) / 100);
+	struct krec *r = get_rec(cmp, p, row->key, row->key_len, h);
+	const bool first = !(r->fl & (F_EXT | F_UP));
+
+	/* a narrow record's entry with an id left its fingerprint (F_UP_ID) */
+	if (!first && (r->fl & (F_EXT | F_UP_ID)) == F_UP_ID)
+		fps_push(fps, r, (uint64_t)r->u.n.loc_amount);
+	if (!first)
+		fps_push(fps, r, fp);
+	recon_compare_apply_row(cmp, p, RECON_SIDE_UPSTREAM, h, row, 0);
+	if (first && !(r->fl & F_EXT))
+		r->u.n.loc_amount = (int64_t)fp;
+	else if (first)
+		fps_push(fps, r, fp);
+}
+
+static int fppair_cmp(const void *a, const void *b)
+{
+	const struct recon_fppair *x = a, *y = b;
+
+	if (x->rec != y->rec)
+		return (uintptr_t)x->rec < (uintptr_t)y->rec ? -1 : 1;
+	return (x->fp > y->fp) - (x->fp < y->fp);
+}
+
+bool recon_compare_fppairs_distinct(struct recon_fppairs *fps)
+{
+	bool distinct = true;
+
+	if (fps->n > 1)
+		qsort(fps->v, fps->n, sizeof(*fps->v), fppair_cmp);
+	for (size_t i = 1; i < fps->n && distinct; i++)
+		distinct = fps->v[i].rec != fps->v[i - 1].rec || fps->v[i].fp != fps->v[i - 1].fp;
+	fps->n = 0;
+	return distinct;
 }
 
 void recon_compare_speculate_ids(struct recon_compare *cmp)
@@ -823,6 +1050,7 @@ bool recon_compare_ids_distinct(struct recon_compare *cmp)
 		return true;
 	if (cmp->ids_checked)
 		return cmp->ids_distinct;
+	distinct = !cmp->spec_dup; /* the builders' verdict (feeders) */
 	for (size_t bi = 0; bi < FP_BUCKETS && distinct; bi++) {
 		const struct fpbucket *b = &cmp->fps[bi];
 		size_t want = 16, mask;
@@ -879,14 +1107,14 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 	} else if (side != RECON_SIDE_LOCAL && row->entry_id) {
 		iddup = recon_compare_id_seen(cmp, row);
 	}
-	recon_compare_apply_row(cmp, &cmp->part[PART_OF(cmp, h)], side, h, row, iddup);
+	recon_compare_apply_row(cmp, &cmp->part[part_of(cmp, h)], side, h, row, iddup);
 }
 
 void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row)
 {
 	uint64_t h = key_hash(row->key, row->key_len);
 
-	recon_compare_reject_key(&cmp->part[PART_OF(cmp, h)], side, row, h);
+	recon_compare_reject_key(cmp, &cmp->part[part_of(cmp, h)], side, row, h);
 }
 
 /* Grows a table to hold n entries under the 0.7 load limit. */
@@ -907,27 +1135,34 @@ static void slots_reserve(struct slots *t, uint64_t n)
 	slots_resize(t, (size_t)cap);
 }
 
+void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint64_t n)
+{
+	uint64_t cap;
+
+	if (n > ((uint64_t)1 << 31))
+		n = (uint64_t)1 << 31;
+	cap = n * 10 / 7 + 64;
+	if (cap > p->keys.cap)
+		pt_resize(cmp, p, (size_t)cap);
+}
+
 void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t upstream_entries)
 {
-	/* each partition its share of the keys (recon_compare_balance), and 1/64 to spare */
-	const uint64_t share0 = cmp->split >> 22; /* of 1024 */
+	size_t n = PARTS_MIN;
+	bool empty = true;
 
-	slots_reserve(&cmp->part[0].keys, keys * share0 / 1024 + keys / 64);
-	slots_reserve(&cmp->part[1].keys, keys * (1024 - share0) / 1024 + keys / 64);
-	if (!cmp->speculate) {
+	/* the partitions are laid out anew while nothing is in them (before the read) */
+	for (size_t i = 0; i < cmp->nparts && empty; i++)
+		empty = !cmp->part[i].keys.n;
+	while (n < PARTS_MAX && (uint64_t)n * PART_KEYS < keys)
+		n *= 2;
+	if (empty && n != cmp->nparts) {
+		parts_release(cmp);
+		parts_init(cmp, n);
+	}
+	/* speculating, the fingerprints travel with the staged rows: no id table */
+	if (!cmp->speculate)
 		slots_reserve(&cmp->ids, upstream_entries);
-		return;
-	}
-	/* fingerprint buckets sized once (+10%): no doubling copies on the way */
-	for (size_t i = 0; i < FP_BUCKETS; i++) {
-		struct fpbucket *b = &cmp->fps[i];
-		size_t want = (size_t)(upstream_entries / FP_BUCKETS +
-				       upstream_entries / FP_BUCKETS / 10 + 16);
-		if (b->alloc < want) {
-			b->v = recon_xrealloc(b->v, recon_st_mult(want, sizeof(*b->v)));
-			b->alloc = want;
-		}
-	}
 }
 
 /* ---- the ledger's inputs ---- */
@@ -936,8 +1171,8 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
 static struct keyent *ledger_rec(struct recon_compare *cmp, const char *key, size_t len)
 {
 	uint64_t h = key_hash(key, len);
-	struct part *p = &cmp->part[PART_OF(cmp, h)];
-	struct krec *r = get_rec(p, key, len, h);
+	struct part *p = &cmp->part[part_of(cmp, h)];
+	struct krec *r = get_rec(cmp, p, key, len, h);
 
 	if (!(r->fl & F_EXT))
 		widen(cmp, p, r);
@@ -971,10 +1206,10 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 
 /* ---- classification ---- */
 
-/* Runs body for every record of chunk c of partition pi (chunk 0 starts past reference 0). */
-#define FOR_EACH_REC_IN(cmp, pi, c, r, body)                                                       \
+/* Runs body for every record of chunk c of writer w's store (chunk 0 starts past reference 0). */
+#define FOR_EACH_REC_IN(cmp, w, c, r, body)                                                        \
 	do {                                                                                       \
-		const struct store *s_ = &(cmp)->part[pi].recs;                                    \
+		const struct store *s_ = &(cmp)->recs[w];                                          \
 		for (size_t o_ = (c) ? 0 : 8; o_ < s_->used[c];) {                                 \
 			struct krec *r = (struct krec *)(s_->chunk[c] + o_);                       \
 			o_ += REC_SIZE(r->key_len);                                                \
@@ -982,15 +1217,15 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 		}                                                                                  \
 	} while (0)
 
-/* Runs body for every record of partition pi, in storage order. */
-#define FOR_EACH_REC_OF(cmp, pi, r, body)                                                          \
-	for (size_t c_ = 0, n_ = (cmp)->part[pi].recs.n; c_ < n_; c_++)                            \
-	FOR_EACH_REC_IN(cmp, pi, c_, r, body)
+/* Runs body for every record of writer w's store, in storage order. */
+#define FOR_EACH_REC_OF(cmp, w, r, body)                                                           \
+	for (size_t c_ = 0, n_ = (cmp)->recs[w].n; c_ < n_; c_++)                                  \
+	FOR_EACH_REC_IN(cmp, w, c_, r, body)
 
-/* Runs body for every record of every partition, in storage order. */
+/* Runs body for every record of every store, in storage order. */
 #define FOR_EACH_REC(cmp, r, body)                                                                 \
-	for (int pi_ = 0; pi_ < NPART; pi_++)                                                      \
-	FOR_EACH_REC_OF(cmp, pi_, r, body)
+	for (unsigned w_ = 0; w_ < NWRITERS; w_++)                                                 \
+	FOR_EACH_REC_OF(cmp, w_, r, body)
 
 /* The key's local row lies in the window (not only in its margins). */
 static bool local_touched(const struct recon_compare *cmp, const struct keyent *k)
@@ -1403,7 +1638,7 @@ static void classify_chunk(struct classified *out, int pi, size_t chunk)
 static void classify_share(struct classified *out)
 {
 	const struct recon_compare *cmp = out->cmp;
-	const size_t n0 = cmp->part[0].recs.n, total = n0 + cmp->part[1].recs.n;
+	const size_t n0 = cmp->recs[0].n, total = n0 + cmp->recs[1].n;
 
 	for (;;) {
 		size_t g = atomic_fetch_add(out->next, CLASSIFY_TAKE);

@@ -374,14 +374,6 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		if (speculate && nu && recon_source_has(up->side, RECON_SOURCE_FILE) &&
 		    (recon_source_has(local->side, RECON_SOURCE_REREADABLE) || nl))
 			recon_compare_speculate_ids(up->cmp);
-		/*
-		 * Reading (and hashing) costs about its bytes: the side with the
-		 * bigger file applies fewer keys, so both threads end together
-		 * (bench/README.md, "Splitting the compare between the readers").
-		 */
-		if (bu && bl)
-			recon_compare_balance(up->cmp, 50 - 80 * ((int64_t)bu - (int64_t)bl) /
-								(int64_t)(bu + bl));
 		/* a partition keeps about 1/N of the rows: sized for all, memory is not bounded */
 		if (up->side->part.count > 1) {
 			nu /= up->side->part.count;
@@ -491,7 +483,8 @@ out:
 }
 
 /* The JSON lines of the differences (recon_report_diff_json), on a thread of their own. */
-/* The difference lines, rendered by whichever threads are free: RENDER_TAKE lines at a time from next. */
+/* The difference lines, rendered by whichever threads are free: RENDER_TAKE lines at a time from
+ * next. */
 #define RENDER_TAKE 512
 struct render {
 	const struct recon_job *job;
@@ -509,8 +502,8 @@ static void render_share(struct render *r)
 		if (i >= r->n)
 			break;
 		for (size_t e = i + RENDER_TAKE < r->n ? i + RENDER_TAKE : r->n; i < e; i++)
-			r->json[i] = recon_report_diff_json(r->job, &r->diffs[i], r->up_name,
-							    r->local_name);
+			r->json[i] =
+			    recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
 	}
 }
 

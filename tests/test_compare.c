@@ -1059,7 +1059,7 @@ static void test_compare_many_keys(void **state)
 /* ---- two feeders on two threads give what recon_compare_add() gives ---- */
 
 struct trow {
-	char key[48];
+	char key[320];
 	char id[24]; /* "" for none */
 	char cur[4];
 	int64_t amount, time;
@@ -1134,7 +1134,7 @@ static void build_rows(struct trow **up, size_t *nup, struct trow **lo, size_t *
 	for (size_t i = 0; i < nkeys; i++) {
 		uint64_t h = tmix(i);
 		int c = (int)(h % 20);
-		char key[48];
+		char key[320];
 		int64_t t = DAY_START + (int64_t)(h >> 20) % (20 * HOUR),
 			amt = 100 + (int64_t)(h % 9999);
 		struct trow *r;
@@ -1143,6 +1143,8 @@ static void build_rows(struct trow **up, size_t *nup, struct trow **lo, size_t *
 			snprintf(key, sizeof(key), "K%zu" SEP "refund-type-%zu", i, i % 3);
 		else if (i % 5 == 0)
 			snprintf(key, sizeof(key), "a-long-order-number-%020zu", i);
+		else if (c == 18) /* longer than a staged row's buffer (compare_feed.c) */
+			snprintf(key, sizeof(key), "long-%0300zu", i);
 		else
 			snprintf(key, sizeof(key), "k%zu", i);
 #define UP(entry_, amount_, time_, id_, flags_, status_)                                           \
@@ -1250,6 +1252,17 @@ static void build_rows(struct trow **up, size_t *nup, struct trow **lo, size_t *
 			LO(RECON_ST_SUCCESS, amt, t);
 			r->rejected = true;
 			break;
+		case 17: /* amounts beyond 32 bits (a wide staged row), one of them negative */
+			UP(RECON_ENTRY_PAYMENT, amt + ((int64_t)1 << 33), t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt + ((int64_t)1 << 33), t);
+			if (i % 2)
+				r->amount = -r->amount;
+			break;
+		case 18: /* a long key, the same entry listed twice */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			LO(RECON_ST_SUCCESS, amt, t);
+			break;
 		default: /* matched, plain */
 			UP(RECON_ENTRY_PAYMENT, amt, t, "", RECON_ROW_HAS_STATUS, RECON_ST_SUCCESS);
 			LO(RECON_ST_SUCCESS, amt, t);
@@ -1350,11 +1363,13 @@ static void test_compare_feeders_match_sequential(void **state)
 	struct recon_compare *seq, *par;
 
 	build_rows(&up, &nup, &lo, &nlo);
-	for (int statement = 0; statement < 2; statement++) {
-		seq = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement);
-		par = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement);
+	for (int statement = 0; statement < 3; statement++) {
+		seq = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement > 0);
+		par = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, statement > 0);
+		/* sizing changes nothing either: sized for these rows, then for 10M
+		   (a thousand partitions, most of them near empty) */
 		if (statement)
-			recon_compare_reserve(par, nup, nup); /* sizing changes nothing either */
+			recon_compare_reserve(par, statement == 1 ? nup : 10000000, nup);
 		feed_seq(seq, up, nup, lo, nlo);
 		feed_par(par, up, nup, lo, nlo);
 		/* lookups work on both alike */
