@@ -621,6 +621,8 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 		pthread_cond_wait(&cmp->cv, &cmp->mu);
 	cmp->feeder[f->side] = NULL;
 	pthread_mutex_unlock(&cmp->mu);
+	/* what the staged rows left beyond the records, tables and keys' state */
+	recon_compare_pool_release(cmp, (unsigned)f->side);
 	free(f->streams);
 	free(f->wc);
 	free(f->wcn);

@@ -292,6 +292,8 @@ void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int sid
 void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint64_t n);
 /* A block of BLOCK bytes (BLOCK aligned) from writer w's pool; lives until recon_compare_free(). */
 void *recon_compare_block(struct recon_compare *cmp, unsigned w);
+/* Returns the pages of writer w's free blocks to the system (the blocks are not used again). */
+void recon_compare_pool_release(struct recon_compare *cmp, unsigned w);
 /* Gives a block back to writer w's pool. */
 void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b);
 /* Packs (entry, key, id) into out (at least id_pack_max() bytes); returns its length. */

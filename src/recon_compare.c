@@ -311,6 +311,19 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 	return b;
 }
 
+void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
+{
+	struct pool *pl = &cmp->pool[w];
+	void *b = pl->free, *next;
+
+	/* their pages go back to the system; the blocks stay in their slab, unused */
+	for (; b; b = next) {
+		memcpy(&next, b, sizeof(next));
+		(void)madvise(b, BLOCK, MADV_DONTNEED);
+	}
+	pl->free = NULL;
+}
+
 void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b)
 {
 	struct pool *pl = &cmp->pool[w];

@@ -513,33 +513,39 @@ static void *render_thread(void *arg)
 	return NULL;
 }
 
-/* Wall time per phase of a run, logged at debug level (recon run --verbose). */
+/*
+ * Wall time, CPU time and the process's peak memory so far per phase of a
+ * run, logged at debug level (recon run --verbose).
+ */
 #define PHASES_MAX 12
 struct phases {
 	int64_t last, last_cpu;
 	size_t n;
 	const char *name[PHASES_MAX];
-	int64_t ms[PHASES_MAX], cpu_ms[PHASES_MAX];
+	int64_t ms[PHASES_MAX], cpu_ms[PHASES_MAX], peak_mib[PHASES_MAX];
 };
 
-/* CPU time of the process (every thread), user and system, in ms. */
-static int64_t cpu_ms(void)
+/* CPU time of the process (every thread), user and system, in ms; its peak RSS in MiB. */
+static int64_t cpu_ms(int64_t *peak_mib)
 {
 	struct rusage ru;
 
 	if (getrusage(RUSAGE_SELF, &ru) < 0)
 		return 0;
+	if (peak_mib)
+		*peak_mib = (int64_t)ru.ru_maxrss / 1024; /* KiB on Linux */
 	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
 }
 
 static void phase_mark(struct phases *ph, const char *name)
 {
-	int64_t now = monotonic_ms(), cpu = cpu_ms();
+	int64_t peak = 0, now = monotonic_ms(), cpu = cpu_ms(&peak);
 
 	if (ph->n < PHASES_MAX) {
 		ph->name[ph->n] = name;
 		ph->cpu_ms[ph->n] = cpu - ph->last_cpu;
+		ph->peak_mib[ph->n] = peak;
 		ph->ms[ph->n++] = now - ph->last;
 	}
 	ph->last = now;
@@ -548,17 +554,18 @@ static void phase_mark(struct phases *ph, const char *name)
 
 static void phase_log(const struct phases *ph)
 {
-	char line[512];
+	char line[768];
 	size_t o = 0;
 
 	if (recon_log_get_level() < RECON_LOG_DEBUG)
 		return;
 	for (size_t i = 0; i < ph->n && o < sizeof(line); i++)
 		o += (size_t)snprintf(
-		    line + o, sizeof(line) - o, "%s%s %lld.%03lld s (cpu %lld.%03lld)",
-		    i ? ", " : "", ph->name[i], (long long)(ph->ms[i] / 1000),
-		    (long long)(ph->ms[i] % 1000), (long long)(ph->cpu_ms[i] / 1000),
-		    (long long)(ph->cpu_ms[i] % 1000));
+		    line + o, sizeof(line) - o,
+		    "%s%s %lld.%03lld s (cpu %lld.%03lld, peak %lld MiB)", i ? ", " : "",
+		    ph->name[i], (long long)(ph->ms[i] / 1000), (long long)(ph->ms[i] % 1000),
+		    (long long)(ph->cpu_ms[i] / 1000), (long long)(ph->cpu_ms[i] % 1000),
+		    (long long)ph->peak_mib[i]);
 	recon_log(RECON_LOG_DEBUG, "phases: %s", line);
 }
 
@@ -711,7 +718,7 @@ static void run_init(struct run *r, const struct recon_ctx *ctx, struct recon_st
 	r->sum = sum;
 	r->err = err;
 	r->t0 = monotonic_ms();
-	r->ph = (struct phases){.last = r->t0, .last_cpu = cpu_ms()};
+	r->ph = (struct phases){.last = r->t0, .last_cpu = cpu_ms(NULL)};
 	recon_arena_init(&r->rejects.arena);
 	memset(sum, 0, sizeof(*sum));
 	sum->win = *win;

@@ -526,7 +526,8 @@ static bool parse_plain(const char *s, size_t len, int64_t *local)
 		if (y1 < 0 || y2 < 0 || m < 0 || d < 0 || s[4] != '-' || s[7] != '-')
 			return false;
 		y = y1 * 100 + y2;
-		if (y == 0 || m < 1 || m > 12 || d < 1 || (unsigned)d > days_in_month(y, (unsigned)m))
+		if (y == 0 || m < 1 || m > 12 || d < 1 ||
+		    (unsigned)d > days_in_month(y, (unsigned)m))
 			return false;
 		last_day = days_from_civil64(y, (unsigned)m, (unsigned)d);
 		memcpy(last_date, s, 10);

@@ -113,8 +113,8 @@ struct csv_source {
 	unsigned char strip[256];
 	bool pfx_first[256]; /* first bytes of any stop or comment prefix */
 	struct csv_prefixes stop, comment;
-	size_t col[RECON_COL__COUNT];	     /* 0-based column per role, or CSV_NO_COL */
-	uint8_t mapped[RECON_COL__COUNT];    /* the roles with a column (build_row), once open */
+	size_t col[RECON_COL__COUNT];	  /* 0-based column per role, or CSV_NO_COL */
+	uint8_t mapped[RECON_COL__COUNT]; /* the roles with a column (build_row), once open */
 	size_t nmapped;
 	size_t first_of[RECON_FIRST_OF_MAX]; /* a {"first_of": [...]} key's columns */
 	size_t nfirst_of;

@@ -431,12 +431,26 @@ static void test_money_plain_matches_full(void **state)
 	char s[32], b[33];
 
 	/* around the 18-digit bound of the fast path and INT64's */
-	static const char *const edges[] = {
-	    "999999999999999999", "1000000000000000000", "9223372036854775807",
-	    "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
-	    "99999999999999999.9", "9999999999999999.99", "92233720368547758.07",
-	    "92233720368547758.08", "-92233720368547758.08", "0000000000000000000001",
-	    "-0", "-0.00", "0.", "9,", ".5", "-", "1.234", "18446744073709551617"};
+	static const char *const edges[] = {"999999999999999999",
+					    "1000000000000000000",
+					    "9223372036854775807",
+					    "9223372036854775808",
+					    "-9223372036854775808",
+					    "-9223372036854775809",
+					    "99999999999999999.9",
+					    "9999999999999999.99",
+					    "92233720368547758.07",
+					    "92233720368547758.08",
+					    "-92233720368547758.08",
+					    "0000000000000000000001",
+					    "-0",
+					    "-0.00",
+					    "0.",
+					    "9,",
+					    ".5",
+					    "-",
+					    "1.234",
+					    "18446744073709551617"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
@@ -487,9 +501,10 @@ static void test_money_plain_matches_full(void **state)
 			r1 = recon_money_parse(s, len, exponent, flags, &v1, &e1);
 			r2 = recon_money_parse(b, len + 1, exponent, flags, &v2, &e2);
 			if (r1 != r2 || (!r1 && v1 != v2) || strcmp(e1.msg, e2.msg) != 0)
-				fail_msg("'%.*s' exponent %d flags %u: %d %lld '%s' against %d %lld '%s'",
-					 (int)len, s, exponent, flags, r1, (long long)v1, e1.msg, r2,
-					 (long long)v2, e2.msg);
+				fail_msg("'%.*s' exponent %d flags %u: %d %lld '%s' against %d "
+					 "%lld '%s'",
+					 (int)len, s, exponent, flags, r1, (long long)v1, e1.msg,
+					 r2, (long long)v2, e2.msg);
 		}
 	}
 }

@@ -1428,8 +1428,8 @@ static void test_time_plain_matches_full(void **state)
 			r1 = recon_time_parse(s, len, tz, &t1, &e1);
 			r2 = recon_time_parse(b, len + 1, tz, &t2, &e2);
 			if (r1 != r2 || (!r1 && t1 != t2))
-				fail_msg("'%.*s': %d %lld (%s) against %d %lld (%s)", (int)len, s, r1,
-					 (long long)t1, e1.msg, r2, (long long)t2, e2.msg);
+				fail_msg("'%.*s': %d %lld (%s) against %d %lld (%s)", (int)len, s,
+					 r1, (long long)t1, e1.msg, r2, (long long)t2, e2.msg);
 		}
 	}
 	recon_tz_free(zones[1]);
