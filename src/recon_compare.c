@@ -1597,6 +1597,22 @@ static void fill_diff(struct recon_diff *d, const struct krec *r, const struct k
 	}
 }
 
+/*
+ * The common record, decided without replaying it: narrow, one payment entry
+ * of this window (not a plain row, not looked up) and one local row, paid,
+ * in the same currency, the amounts within tolerance, nothing rejected.
+ * classify_key() says matched for it, as it does for nothing else that this
+ * test lets through (the amount is not negative: refunds of 0 never exceed it).
+ */
+static bool plain_match(const struct recon_compare *cmp, const struct krec *r)
+{
+	return (r->fl & (F_EXT | F_UP | F_LOC | F_REJ_UP | F_REJ_LOC | F_UP_LOOKED | F_LOC_LOOK)) ==
+		   (F_UP | F_LOC) &&
+	       (r->up_kind & 0x78) == RECON_ENTRY_PAYMENT << 3 &&
+	       r->loc_status == RECON_ST_SUCCESS && r->up_cur && r->up_cur == r->loc_cur &&
+	       r->u.n.up_amount >= 0 && !amounts_differ(cmp, r->u.n.up_amount, r->u.n.loc_amount);
+}
+
 static void classify_chunk(struct classified *out, int pi, size_t chunk)
 {
 	struct recon_compare *cmp = out->cmp;
@@ -1605,6 +1621,14 @@ static void classify_chunk(struct classified *out, int pi, size_t chunk)
 	struct upview v;
 
 	FOR_EACH_REC_IN(cmp, pi, chunk, r, {
+		if (plain_match(cmp, r)) {
+			r->klass = RECON_CLASS_MATCHED;
+			c->keys_owned++;
+			c->rows_owned[0]++;
+			c->rows_owned[1]++;
+			c->matched++;
+			continue;
+		}
 		const struct keyent *k = view(cmp, r, &tmp);
 		int64_t due;
 		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
@@ -1816,6 +1840,11 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		bool need;
 		if (r->klass < 0)
 			continue; /* not evaluated, or a row was rejected */
+		/* a plain match whose local row lies in the window: nothing to keep */
+		if (r->klass == RECON_CLASS_MATCHED && plain_match(cmp, r) &&
+		    cmp->tbase + r->loc_time >= cmp->win.start &&
+		    cmp->tbase + r->loc_time < cmp->win.end)
+			continue;
 		k = view(cmp, r, &tmp);
 		if (!up_touched(k))
 			continue; /* nothing of this window's upstream */
