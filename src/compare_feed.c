@@ -583,6 +583,12 @@ void recon_compare_feeder_add_rejected(struct recon_compare_feeder *f, const str
 	feed(f, row, true);
 }
 
+/* Whether a feeder has not ended yet (under mu). */
+static bool feeding(struct recon_compare *cmp)
+{
+	return cmp->fed < cmp->nfeeders;
+}
+
 /*
  * Ends a feeder. Once every feeder has ended, the threads that end them build
  * the partitions together; each returns when all are built. The feeders'
@@ -607,9 +613,9 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	pthread_mutex_lock(&cmp->mu);
 	cmp->fed++;
 	pthread_cond_broadcast(&cmp->cv);
-	while (cmp->fed < cmp->nfeeders)
-		pthread_cond_wait(&cmp->cv, &cmp->mu);
 	pthread_mutex_unlock(&cmp->mu);
+	/* the other side still reads: its next slabs are faulted in here meanwhile */
+	recon_compare_prefault(cmp, feeding);
 	while ((q = atomic_fetch_add(&cmp->next_part, 1)) < cmp->nparts)
 		distinct = build_part(cmp, q, (unsigned)f->side, &fps) && distinct;
 	free(fps.v);

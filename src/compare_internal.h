@@ -161,6 +161,7 @@ struct recon_compare {
 	struct store kstore[NWRITERS]; /* keyents and idents of widened keys, per writer */
 	struct pool pool[NWRITERS];
 	void **slabs; /* every slab, unmapped by recon_compare_free() */
+	void *spare;  /* a slab of SLAB_MAX bytes faulted in ahead (recon_compare_prefault), under mu */
 	size_t *slab_len;
 	size_t nslabs, aslabs;
 	struct slots ids; /* entry ids seen upstream: packed in idstore */
@@ -292,6 +293,13 @@ void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int sid
 void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint64_t n);
 /* A block of BLOCK bytes (BLOCK aligned) from writer w's pool; lives until recon_compare_free(). */
 void *recon_compare_block(struct recon_compare *cmp, unsigned w);
+/*
+ * While more(cmp) (called under mu) says so, keeps one slab faulted in ahead
+ * for the next pool that needs one: a thread done reading takes over the
+ * kernel's zeroing of fresh memory (most of a feeder's system time) from the
+ * one still reading. Returns once more() is false (a cv broadcast wakes it).
+ */
+void recon_compare_prefault(struct recon_compare *cmp, bool (*more)(struct recon_compare *cmp));
 /* Returns the pages of writer w's free blocks to the system (the blocks are not used again). */
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w);
 /* Gives a block back to writer w's pool. */

@@ -301,7 +301,17 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 	}
 	if (pl->cur == pl->end) {
 		size_t len = pl->next_slab ? pl->next_slab : SLAB_MIN;
-		void *m = map_region(cmp, len, true);
+		void *m = NULL;
+		/* a slab the other thread faulted in while it waited (recon_compare_prefault) */
+		pthread_mutex_lock(&cmp->mu);
+		if (cmp->spare && len == SLAB_MAX) {
+			m = cmp->spare;
+			cmp->spare = NULL;
+			pthread_cond_broadcast(&cmp->cv);
+		}
+		pthread_mutex_unlock(&cmp->mu);
+		if (!m)
+			m = map_region(cmp, len, true);
 		pl->next_slab = len * 2 < SLAB_MAX ? len * 2 : SLAB_MAX;
 		pl->cur = m;
 		pl->end = pl->cur + len;
@@ -309,6 +319,22 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 	b = pl->cur;
 	pl->cur += BLOCK;
 	return b;
+}
+
+void recon_compare_prefault(struct recon_compare *cmp, bool (*more)(struct recon_compare *cmp))
+{
+	pthread_mutex_lock(&cmp->mu);
+	while (more(cmp)) {
+		if (cmp->spare) {
+			pthread_cond_wait(&cmp->cv, &cmp->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&cmp->mu);
+		void *m = map_region(cmp, SLAB_MAX, true);
+		pthread_mutex_lock(&cmp->mu);
+		cmp->spare = m;
+	}
+	pthread_mutex_unlock(&cmp->mu);
 }
 
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
@@ -322,6 +348,12 @@ void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
 		(void)madvise(b, BLOCK, MADV_DONTNEED);
 	}
 	pl->free = NULL;
+	/* a slab faulted in ahead that nobody took */
+	pthread_mutex_lock(&cmp->mu);
+	if (cmp->spare)
+		(void)madvise(cmp->spare, SLAB_MAX, MADV_DONTNEED);
+	cmp->spare = NULL;
+	pthread_mutex_unlock(&cmp->mu);
 }
 
 void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b)
