@@ -1580,7 +1580,7 @@ static int diff_cmp(const void *a, const void *b)
 }
 
 /*
- * One classifying thread's share: the record chunks it took (both partitions'
+ * One classifying thread's share: the record chunks it took (both stores'
  * chunks, numbered one after the other, taken CLASSIFY_TAKE at a time from
  * *next), its counts, differences and pending items (in key order once it is done).
  */
@@ -1703,7 +1703,7 @@ static void classify_chunk(struct classified *out, int pi, size_t chunk)
 	});
 }
 
-/* Takes chunks until none is left: the partitions' sizes follow the readers' balance, not 50/50. */
+/* Takes chunks until none is left: the two writers' stores need not be the same size. */
 static void classify_share(struct classified *out)
 {
 	const struct recon_compare *cmp = out->cmp;
