@@ -41,7 +41,7 @@
 struct pool {
 	unsigned char *cur, *end; /* the slab being carved */
 	void *free;		  /* freed blocks, linked through their first word */
-	size_t next_slab;	  /* bytes of the next slab (doubles up to SLAB_MAX) */
+	size_t next_slab;	  /* bytes of the next slab (doubles up to cmp->slab_max) */
 };
 
 /* Chunked storage addressed by 32-bit references (0: none). */
@@ -160,8 +160,10 @@ struct recon_compare {
 	struct store recs[NWRITERS];   /* records; writer w's references have top bit w */
 	struct store kstore[NWRITERS]; /* keyents and idents of widened keys, per writer */
 	struct pool pool[NWRITERS];
-	void **slabs; /* every slab, unmapped by recon_compare_free() */
-	void *spare;  /* a slab of SLAB_MAX bytes faulted in ahead (recon_compare_prefault), under mu */
+	void **slabs;	 /* every slab, unmapped by recon_compare_free() */
+	size_t slab_max; /* bytes of the biggest slab (recon_compare_reserve) */
+	void *spare; /* a slab of slab_max bytes faulted in ahead (recon_compare_prefault), under mu
+		      */
 	size_t *slab_len;
 	size_t nslabs, aslabs;
 	struct slots ids; /* entry ids seen upstream: packed in idstore */

@@ -238,8 +238,16 @@ static void fps_push(struct recon_fppairs *fps, const void *rec, uint64_t fp)
 
 /* ---- blocks (compare_internal.h): slabs carved into BLOCK-sized pieces ---- */
 
-#define SLAB_MIN ((size_t)256 << 10)
-#define SLAB_MAX ((size_t)32 << 20)
+/*
+ * Slabs double from SLAB_MIN up to cmp->slab_max: at most a sixteenth of the
+ * rows a side is expected to stage (recon_compare_reserve), between 2 and 32
+ * MiB, so that the last, partly used slab (faulted in whole) and the one
+ * faulted in ahead cost a few percent of the memory, whatever the size.
+ */
+#define SLAB_MIN       ((size_t)256 << 10)
+#define SLAB_MAX       ((size_t)32 << 20)
+#define SLAB_MAX_LEAST ((size_t)2 << 20)
+#define STAGED_ROW     48 /* bytes a staged row takes, about (compare_feed.c) */
 
 /*
  * Maps len bytes (a multiple of the page size), zero, in huge pages where it
@@ -304,7 +312,7 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 		void *m = NULL;
 		/* a slab the other thread faulted in while it waited (recon_compare_prefault) */
 		pthread_mutex_lock(&cmp->mu);
-		if (cmp->spare && len == SLAB_MAX) {
+		if (cmp->spare && len == cmp->slab_max) {
 			m = cmp->spare;
 			cmp->spare = NULL;
 			pthread_cond_broadcast(&cmp->cv);
@@ -312,7 +320,7 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 		pthread_mutex_unlock(&cmp->mu);
 		if (!m)
 			m = map_region(cmp, len, true);
-		pl->next_slab = len * 2 < SLAB_MAX ? len * 2 : SLAB_MAX;
+		pl->next_slab = len * 2 < cmp->slab_max ? len * 2 : cmp->slab_max;
 		pl->cur = m;
 		pl->end = pl->cur + len;
 	}
@@ -330,7 +338,7 @@ void recon_compare_prefault(struct recon_compare *cmp, bool (*more)(struct recon
 			continue;
 		}
 		pthread_mutex_unlock(&cmp->mu);
-		void *m = map_region(cmp, SLAB_MAX, true);
+		void *m = map_region(cmp, cmp->slab_max, true);
 		pthread_mutex_lock(&cmp->mu);
 		cmp->spare = m;
 	}
@@ -351,7 +359,7 @@ void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
 	/* a slab faulted in ahead that nobody took */
 	pthread_mutex_lock(&cmp->mu);
 	if (cmp->spare)
-		(void)madvise(cmp->spare, SLAB_MAX, MADV_DONTNEED);
+		(void)madvise(cmp->spare, cmp->slab_max, MADV_DONTNEED);
 	cmp->spare = NULL;
 	pthread_mutex_unlock(&cmp->mu);
 }
@@ -544,6 +552,7 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	slots_init(&cmp->ids, 1024);
 	store_init(&cmp->idstore, 2, 21, 32, 0, NULL);
 	atomic_init(&cmp->next_part, 0);
+	cmp->slab_max = SLAB_MAX_LEAST;
 	pthread_mutex_init(&cmp->mu, NULL);
 	pthread_cond_init(&cmp->cv, NULL);
 	return cmp;
@@ -1205,6 +1214,8 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
 		parts_release(cmp);
 		parts_init(cmp, n);
 	}
+	while (cmp->slab_max < SLAB_MAX && cmp->slab_max * 2 * 16 <= keys * STAGED_ROW)
+		cmp->slab_max *= 2;
 	/* speculating, the fingerprints travel with the staged rows: no id table */
 	if (!cmp->speculate)
 		slots_reserve(&cmp->ids, upstream_entries);
@@ -1631,16 +1642,19 @@ static void fill_diff(struct recon_diff *d, const struct krec *r, const struct k
 
 /*
  * The common record, decided without replaying it: narrow, one payment entry
- * of this window (not a plain row, not looked up) and one local row, paid,
- * in the same currency, the amounts within tolerance, nothing rejected.
- * classify_key() says matched for it, as it does for nothing else that this
- * test lets through (the amount is not negative: refunds of 0 never exceed it).
+ * of this window or one plain row saying paid (not looked up: a plain row
+ * folds as a payment, and a narrow record is never carried), and one local
+ * row, paid, in the same currency, the amounts within tolerance, nothing
+ * rejected. classify_key() says matched for it, as it does for nothing else
+ * that this test lets through (the amount is not negative: refunds of 0 never
+ * exceed it).
  */
 static bool plain_match(const struct recon_compare *cmp, const struct krec *r)
 {
 	return (r->fl & (F_EXT | F_UP | F_LOC | F_REJ_UP | F_REJ_LOC | F_UP_LOOKED | F_LOC_LOOK)) ==
 		   (F_UP | F_LOC) &&
-	       (r->up_kind & 0x78) == RECON_ENTRY_PAYMENT << 3 &&
+	       ((r->up_kind & 0x40) ? (r->up_kind & 7) == RECON_ST_SUCCESS
+				    : (r->up_kind >> 3 & 7) == RECON_ENTRY_PAYMENT) &&
 	       r->loc_status == RECON_ST_SUCCESS && r->up_cur && r->up_cur == r->loc_cur &&
 	       r->u.n.up_amount >= 0 && !amounts_differ(cmp, r->u.n.up_amount, r->u.n.loc_amount);
 }
