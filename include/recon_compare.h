@@ -187,7 +187,8 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
 
 /*
  * Feeding both sides concurrently. Create one feeder per side (both before
- * either is used), give each to its own thread, which adds that side's rows in
+ * either is used; each one created must be ended, or the others wait for it
+ * for good), give each to its own thread, which adds that side's rows in
  * read order with recon_compare_feeder_add() (rows borrowed for the call), and
  * ends with recon_compare_feeder_free(): it returns once the other feeder has
  * ended too, every row of both applied (so the caller can then join); the

@@ -323,8 +323,8 @@ static size_t unstage(const struct recon_compare *cmp, const unsigned char *p,
 }
 
 /* Rows of a block read ahead: their offsets and hashes, to prefetch their table slots. */
-#define BLOCK_ROWS_MAX (BLOCK_DATA / (SROW_HEAD + 1) + 1)
-#define PF	       8 /* rows ahead whose slot is prefetched */
+#define BLOCK_ROWS_MAX (BLOCK_DATA / SROW_HEAD + 1) /* a row: its header at least */
+#define PF	       8			    /* rows ahead whose slot is prefetched */
 
 /*
  * Applies a stream's rows of `side` to partition p, giving each block read to
@@ -363,10 +363,12 @@ static void apply_stream(struct recon_compare *cmp, struct part *p, int side, un
 				__builtin_prefetch(
 				    pt_at(&p->keys, pt_home(&p->keys, (uint32_t)hs[i + PF])));
 			(void)unstage(cmp, d + off[i], &row, &op, &fp);
-			if (op & OP_FP)
-				recon_compare_apply_up_spec(cmp, p, hs[i], &row, fp, fps);
-			else if (op == OP_REJECT)
+			if (op == OP_REJECT)
 				recon_compare_reject_key(cmp, p, side, &row, hs[i]);
+			else if (op & OP_FP)
+				recon_compare_apply_up_spec(cmp, p, hs[i], &row, 0, fp, fps);
+			else if (side == RECON_SIDE_UPSTREAM && cmp->speculate && op == OP_NOID)
+				recon_compare_apply_up_spec(cmp, p, hs[i], &row, -1, 0, fps);
 			else
 				recon_compare_apply_row(cmp, p, side, hs[i], &row,
 							op == OP_NOID  ? -1
@@ -392,8 +394,10 @@ static bool build_part(struct recon_compare *cmp, size_t q, unsigned w, struct r
 	bool distinct;
 
 	p->w = w;
-	/* keys: the bigger side's rows and some of the other's (most keys are on both) */
-	recon_compare_part_reserve(cmp, p, (nu > nl ? nu : nl) + (nu > nl ? nl : nu) / 8);
+	/* keys: the bigger side's rows and some of the other's (most keys are on both);
+	   a partition nothing reached keeps no table */
+	if (nu + nl)
+		recon_compare_part_reserve(cmp, p, (nu > nl ? nu : nl) + (nu > nl ? nl : nu) / 8);
 	if (su)
 		apply_stream(cmp, p, RECON_SIDE_UPSTREAM, w, su, fps);
 	/* before the local rows: a first entry's fingerprint sits in the local amount */

@@ -293,7 +293,7 @@ void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int sid
 			      const struct recon_row *row, uint64_t h);
 /* Sizes partition p's table for n keys (before its build, by the writer p->w). */
 void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint64_t n);
-/* A block of BLOCK bytes (BLOCK aligned) from writer w's pool; lives until recon_compare_free(). */
+/* A block of BLOCK bytes (page aligned) from writer w's pool; lives until recon_compare_free(). */
 void *recon_compare_block(struct recon_compare *cmp, unsigned w);
 /*
  * While more(cmp) (called under mu) says so, keeps one slab faulted in ahead
@@ -324,12 +324,13 @@ struct recon_fppairs {
 	size_t n, alloc;
 };
 /*
- * Applies a speculated statement entry (fingerprint fp) during a partition's
- * build, before its local rows; fps collects what recon_compare_fppairs_distinct()
- * checks once the partition's entries are in.
+ * Applies a statement row during a partition's build, before its local rows,
+ * when speculating: a speculated entry (iddup 0, fingerprint fp) or a row
+ * without an id (iddup -1); fps collects what recon_compare_fppairs_distinct()
+ * checks once the partition's statement rows are in.
  */
 void recon_compare_apply_up_spec(struct recon_compare *cmp, struct part *p, uint64_t h,
-				 const struct recon_row *row, uint64_t fp,
+				 const struct recon_row *row, int iddup, uint64_t fp,
 				 struct recon_fppairs *fps);
 /* Whether no record holds two entries with one fingerprint in fps; empties fps. */
 bool recon_compare_fppairs_distinct(struct recon_fppairs *fps);

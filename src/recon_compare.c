@@ -1033,29 +1033,31 @@ void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int sid
 }
 
 /*
- * A speculated statement entry (fp: its fingerprint) of partition p, applied
- * during p's build by writer w, before any local row of p. Two entries share
- * an id only under one key: a key's first entry leaves its fingerprint in the
- * record (in the local amount, unused until a local row comes); a key's later
- * entries list their fingerprints, and the first's, in *fps, which the
- * builder checks once the partition's statement entries are applied.
+ * A statement row of partition p while p is built by writer w, before any
+ * local row of p, speculating that no entry is listed twice: a speculated
+ * entry (fp its fingerprint, iddup 0) or a row without an id (iddup -1). Two
+ * entries share an id only under one key: a key's first entry leaves its
+ * fingerprint in the record (in the local amount, unused until a local row
+ * comes); when a later row of the key comes (and widens the record), that
+ * fingerprint and every later entry's go to *fps, which the builder checks
+ * once the partition's statement rows are applied.
  */
 void recon_compare_apply_up_spec(struct recon_compare *cmp, struct part *p, uint64_t h,
-				 const struct recon_row *row, uint64_t fp,
+				 const struct recon_row *row, int iddup, uint64_t fp,
 				 struct recon_fppairs *fps)
 {
 	struct krec *r = get_rec(cmp, p, row->key, row->key_len, h);
 	const bool first = !(r->fl & (F_EXT | F_UP));
 
-	/* a narrow record's entry with an id left its fingerprint (F_UP_ID) */
-	if (!first && (r->fl & (F_EXT | F_UP_ID)) == F_UP_ID)
+	/* the narrow record's entry had an id (F_UP_ID): its fingerprint, before it widens */
+	if ((r->fl & (F_EXT | F_UP | F_UP_ID)) == (F_UP | F_UP_ID))
 		fps_push(fps, r, (uint64_t)r->u.n.loc_amount);
-	if (!first)
+	if (!first && iddup == 0)
 		fps_push(fps, r, fp);
-	recon_compare_apply_row(cmp, p, RECON_SIDE_UPSTREAM, h, row, 0);
-	if (first && !(r->fl & F_EXT))
+	recon_compare_apply_row(cmp, p, RECON_SIDE_UPSTREAM, h, row, iddup);
+	if (first && iddup == 0 && !(r->fl & F_EXT))
 		r->u.n.loc_amount = (int64_t)fp;
-	else if (first)
+	else if (first && iddup == 0)
 		fps_push(fps, r, fp);
 }
 

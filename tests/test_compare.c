@@ -1448,11 +1448,106 @@ static void test_compare_speculated_ids(void **state)
 	free(lo);
 }
 
+/*
+ * An entry listed twice with a row without an id between the two copies: the
+ * row in between widens the key's record, and the first copy's fingerprint
+ * must survive it (speculating, fed on threads or not, the repeat is found).
+ */
+static void test_compare_speculated_ids_between(void **state)
+{
+	struct fixture *fx = *state;
+	struct trow up[3 * 50], lo[50];
+	size_t nup = 0;
+
+	memset(up, 0, sizeof(up));
+	memset(lo, 0, sizeof(lo));
+	for (size_t k = 0; k < 50; k++) {
+		for (int j = 0; j < 3; j++) {
+			struct trow *r = &up[nup++];
+			snprintf(r->key, sizeof(r->key), "K%zu", k);
+			/* payment X, a refund without an id, payment X again (only key 7) */
+			snprintf(r->id, sizeof(r->id), "%s",
+				 j == 1 ? "" : (j == 2 && k != 7 ? "Y" : "X"));
+			memcpy(r->cur, "CNY", 4);
+			r->amount = j == 1 ? 100 : 1000;
+			r->time = DAY_START + (int64_t)(k * 3 + (size_t)j) * 1000;
+			r->entry = (uint8_t)(j == 1 ? RECON_ENTRY_REFUND : RECON_ENTRY_PAYMENT);
+			r->line = nup + 1;
+		}
+		snprintf(lo[k].key, sizeof(lo[k].key), "K%zu", k);
+		memcpy(lo[k].cur, "CNY", 4);
+		lo[k].amount = 1000;
+		lo[k].time = DAY_START;
+		lo[k].status = RECON_ST_SUCCESS;
+		lo[k].flags = RECON_ROW_HAS_STATUS;
+		lo[k].line = k + 2;
+	}
+	for (int threaded = 0; threaded < 2; threaded++) {
+		struct recon_compare *spec =
+		    recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+		recon_compare_speculate_ids(spec);
+		if (threaded)
+			feed_par(spec, up, nup, lo, 50);
+		else
+			feed_seq(spec, up, nup, lo, 50);
+		assert_false(recon_compare_ids_distinct(spec));
+		recon_compare_free(spec);
+	}
+	/* without the repeat the speculation holds */
+	snprintf(up[7 * 3 + 2].id, sizeof(up[7 * 3 + 2].id), "Y");
+	for (int threaded = 0; threaded < 2; threaded++) {
+		struct recon_compare *spec =
+		    recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+		recon_compare_speculate_ids(spec);
+		if (threaded)
+			feed_par(spec, up, nup, lo, 50);
+		else
+			feed_seq(spec, up, nup, lo, 50);
+		assert_true(recon_compare_ids_distinct(spec));
+		recon_compare_free(spec);
+	}
+}
+
+/* Rows with an empty key (the API takes them; normalize never makes them), fed on threads. */
+static void test_compare_feeders_empty_keys(void **state)
+{
+	struct fixture *fx = *state;
+	const size_t n = 3000;
+	struct trow *up = recon_xcalloc(n, sizeof(*up)), lo[1];
+	struct recon_compare *seq, *par;
+
+	for (size_t i = 0; i < n; i++) {
+		memcpy(up[i].cur, "CNY", 4);
+		up[i].amount = 100;
+		up[i].time = DAY_START + (int64_t)i;
+		up[i].line = i + 2;
+	}
+	memset(lo, 0, sizeof(lo));
+	memcpy(lo[0].cur, "CNY", 4);
+	lo[0].amount = 100 * (int64_t)n;
+	lo[0].time = DAY_START;
+	lo[0].status = RECON_ST_SUCCESS;
+	lo[0].flags = RECON_ROW_HAS_STATUS;
+	lo[0].line = 2;
+	seq = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	par = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	feed_seq(seq, up, n, lo, 1);
+	feed_par(par, up, n, lo, 1);
+	recon_compare_classify(seq);
+	recon_compare_classify(par);
+	assert_same_compare(seq, par, up, 1);
+	recon_compare_free(seq);
+	recon_compare_free(par);
+	free(up);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_compare_class_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_speculated_ids, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_speculated_ids_between, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_feeders_empty_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_success, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_refunded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_not_for_unpaid, setup, teardown),
