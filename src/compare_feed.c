@@ -37,7 +37,6 @@
 #define OP_REJECT 3
 #define OP_WIDE	  0x80 /* a struct swide follows the header: the narrow fields are unused */
 #define OP_FP	  0x40 /* a speculated entry: 32 bits of its fingerprint follow the header */
-#define OP_MASK	  0x3f
 
 /*
  * A staged row: this header, then (OP_FP) a fingerprint, then (OP_WIDE) a
@@ -62,6 +61,18 @@ struct swide {
 };
 
 #define SROW_HEAD sizeof(struct srow)
+
+/* Bytes between a staged row's header and its key, by its op. */
+static inline size_t srow_middle(uint8_t op)
+{
+	return (op & OP_FP ? 4 : 0) + (op & OP_WIDE ? sizeof(struct swide) : 0);
+}
+
+/* The upstream rows gathered for their id check (exact mode), as wire rows. */
+struct batch {
+	size_t len;
+	unsigned char data[256u << 10];
+};
 
 /* One wire row of the id check's batches (upstream, exact mode); key and packed id follow. */
 struct wire {
@@ -104,7 +115,7 @@ struct recon_compare_feeder {
 	struct stream *streams; /* one per partition */
 	unsigned char *wc;	/* nparts buffers of WC bytes, 64-byte aligned */
 	uint16_t *wcn;		/* bytes in each */
-	struct batch *pre;	/* upstream rows waiting for their id check (exact mode) */
+	struct batch *pre; /* upstream rows waiting for their id check (exact mode): pre->len */
 	size_t *pre_offs;
 	size_t apre_offs;
 };
@@ -140,17 +151,27 @@ static void wc_sync(struct recon_compare_feeder *f, size_t q)
 	memcpy(d + full, w + full, n - full);
 }
 
+/* Writes the rows of partition q still in its buffer to its tail block, and the block's length. */
+static void stream_end(struct recon_compare_feeder *f, size_t q)
+{
+	struct stream *s = &f->streams[q];
+	uint64_t len;
+
+	if (!s->tail)
+		return;
+	len = s->pos + f->wcn[q];
+	wc_sync(f, q);
+	memcpy(s->tail + 8, &len, sizeof(len));
+	f->wcn[q] = 0;
+}
+
 /* Ends partition q's tail block (its buffer written out) and starts a new one. */
 static void stream_block(struct recon_compare_feeder *f, size_t q)
 {
 	struct stream *s = &f->streams[q];
 	unsigned char *b;
 
-	if (s->tail) {
-		uint64_t len = s->pos + f->wcn[q];
-		wc_sync(f, q);
-		memcpy(s->tail + 8, &len, sizeof(len));
-	}
+	stream_end(f, q);
 	b = recon_compare_block(f->cmp, (unsigned)f->side);
 	memset(b, 0, 16);
 	if (s->tail)
@@ -206,20 +227,6 @@ static void stream_put_big(struct recon_compare_feeder *f, size_t q, const unsig
 	memcpy(f->wc + q * WC, s->tail + BLOCK_HEAD + s->pos, f->wcn[q]);
 }
 
-/* Writes the rows of partition q still in its buffer to the stream, and its length. */
-static void stream_end(struct recon_compare_feeder *f, size_t q)
-{
-	struct stream *s = &f->streams[q];
-	uint64_t len;
-
-	if (!s->tail)
-		return;
-	len = s->pos + f->wcn[q];
-	wc_sync(f, q);
-	memcpy(s->tail + 8, &len, sizeof(len));
-	f->wcn[q] = 0;
-}
-
 /* Encodes a row (see struct srow) at o; returns its end. */
 static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o,
 			       const struct recon_row *row, uint8_t op, uint64_t fp, uint16_t cur,
@@ -271,7 +278,7 @@ static void stage(struct recon_compare_feeder *f, const struct recon_row *row, u
 			    row->time >= cmp->tlo && row->time <= cmp->thi &&
 			    row->line <= UINT32_MAX && cur;
 	const size_t need =
-	    SROW_HEAD + (op & OP_FP ? 4 : 0) + (narrow ? 0 : sizeof(struct swide)) + row->key_len;
+	    SROW_HEAD + srow_middle((uint8_t)(op | (narrow ? 0 : OP_WIDE))) + row->key_len;
 
 	f->streams[q].rows++;
 	if (need <= ROW_BIG) {
@@ -347,8 +354,7 @@ static void apply_stream(struct recon_compare *cmp, struct part *p, int side, un
 		for (size_t o = 0; o < len; n++) {
 			struct srow r;
 			memcpy(&r, d + o, SROW_HEAD);
-			const size_t klo = o + SROW_HEAD + (r.op & OP_FP ? 4 : 0) +
-					   (r.op & OP_WIDE ? sizeof(struct swide) : 0);
+			const size_t klo = o + SROW_HEAD + srow_middle(r.op);
 			off[n] = (uint32_t)o;
 			hs[n] = key_hash(d + klo, r.key_len);
 			o = klo + r.key_len;
@@ -448,8 +454,7 @@ static void flush_pre(struct recon_compare_feeder *f)
 	size_t n, *off;
 	uint64_t *ih;
 
-	f->pre = NULL;
-	if (!b)
+	if (!b || !b->len)
 		return;
 	n = batch_index(b, &f->pre_offs, &f->apre_offs);
 	off = f->pre_offs;
@@ -481,17 +486,13 @@ static void flush_pre(struct recon_compare_feeder *f)
 		stage(f, &w.row, key_hash(key, w.row.key_len), w.op, 0);
 	}
 	free(ih);
-	pthread_mutex_lock(&cmp->mu);
-	b->next = cmp->free_batches;
-	cmp->free_batches = b;
-	pthread_mutex_unlock(&cmp->mu);
+	b->len = 0;
 }
 
 /* Appends an upstream row and its packed id (id_len bytes of id) to the id check's batch. */
 static void put_pre(struct recon_compare_feeder *f, const struct recon_row *row, uint8_t op,
 		    const unsigned char *id, uint32_t id_len)
 {
-	struct recon_compare *cmp = f->cmp;
 	size_t need = WIRE_SIZE(row->key_len, id_len);
 	struct wire w;
 
@@ -499,19 +500,10 @@ static void put_pre(struct recon_compare_feeder *f, const struct recon_row *row,
 		fprintf(stderr, "recon: compare: key of %u bytes\n", row->key_len);
 		abort();
 	}
-	if (f->pre && f->pre->len + need > sizeof(f->pre->data))
+	if (!f->pre)
+		f->pre = recon_xcalloc(1, sizeof(*f->pre));
+	if (f->pre->len + need > sizeof(f->pre->data))
 		flush_pre(f);
-	if (!f->pre) {
-		pthread_mutex_lock(&cmp->mu);
-		f->pre = cmp->free_batches;
-		if (f->pre)
-			cmp->free_batches = f->pre->next;
-		pthread_mutex_unlock(&cmp->mu);
-		if (!f->pre)
-			f->pre = recon_xmalloc(sizeof(*f->pre));
-		f->pre->next = NULL;
-		f->pre->len = 0;
-	}
 	memset(&w, 0, sizeof(w));
 	w.row = *row;
 	w.row.key = NULL;
@@ -550,26 +542,27 @@ struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp,
 static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
 {
 	struct recon_compare *cmp = f->cmp;
-	const uint64_t h = key_hash(row->key, row->key_len);
+	const bool id = !rejected && f->side == RECON_SIDE_UPSTREAM && row->entry_id;
+	const uint8_t op = rejected ? OP_REJECT : OP_NOID; /* of a row without an id */
 	unsigned char small[160];
+	uint64_t h;
 
-	if (rejected) {
-		if (f->pre)
-			put_pre(f, row, OP_REJECT, NULL, 0); /* after the rows gathered */
-		else
-			stage(f, row, h, OP_REJECT, 0);
-	} else if (f->side != RECON_SIDE_UPSTREAM || !row->entry_id) {
-		if (f->pre)
-			put_pre(f, row, OP_NOID, NULL, 0);
-		else
-			stage(f, row, h, OP_NOID, 0);
-	} else if (cmp->speculate) {
-		stage(f, row, h, OP_ADD | OP_FP, id_fingerprint(row, h));
-	} else if (id_pack_max(row) <= sizeof(small)) {
+	if (id && !cmp->speculate && id_pack_max(row) <= sizeof(small)) {
 		/* ids are checked in read order, a batch at a time */
 		put_pre(f, row, OP_ADD, small,
 			(uint32_t)recon_compare_id_pack(row->entry, row->key, row->key_len,
 							row->entry_id, row->entry_id_len, small));
+		return;
+	}
+	if (!id && f->pre && f->pre->len) {
+		put_pre(f, row, op, NULL, 0); /* after the rows gathered */
+		return;
+	}
+	h = key_hash(row->key, row->key_len);
+	if (!id) {
+		stage(f, row, h, op, 0);
+	} else if (cmp->speculate) {
+		stage(f, row, h, OP_ADD | OP_FP, id_fingerprint(row, h));
 	} else {
 		/* a long id: checked now, in order, after the rows gathered */
 		flush_pre(f);
@@ -636,6 +629,7 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	free(f->streams);
 	free(f->wc);
 	free(f->wcn);
+	free(f->pre);
 	free(f->pre_offs);
 	free(f);
 }

@@ -142,12 +142,6 @@ struct fpbucket {
 	size_t n, alloc;
 };
 
-struct batch {
-	struct batch *next;
-	size_t len;
-	unsigned char data[256u << 10];
-};
-
 struct recon_compare {
 	const struct recon_job *job;
 	struct recon_window win;
@@ -179,7 +173,6 @@ struct recon_compare {
 	struct recon_compare_feeder *feeder[2]; /* by side */
 	int nfeeders, fed, built;
 	atomic_size_t next_part; /* the next partition a builder takes */
-	struct batch *free_batches;
 	const char **pend_keys;
 	uint32_t *pend_lens;
 	size_t apend;

@@ -121,17 +121,15 @@ struct krec {
 #define REC_SIZE(len) ((REC_HEAD + (size_t)(len) + 1 + 7) & ~(size_t)7)
 
 /*
- * Big allocations (tables, record chunks): 2 MiB aligned. The join tables
- * (zeroed) ask for huge pages, where the system allows them: they are probed
- * at random and small. The record chunks (5x their size) do not: on this
- * VM a fresh huge page costs far more to fault in than 512 small ones (~3 s
- * against ~0.4 s a GiB, a cold run pays it all), and at 10M they took 3.1 s
- * of system time against 1.3 s with small pages, for 1.2 s more user time
- * (TLB misses): 14.1 -> 13.4 CPU-s a run, interleaved, 3 runs each.
+ * Big allocations of the exact id check (its table, its chunks of packed ids):
+ * the table (zeroed) asks for huge pages, where the system allows them, since
+ * it is probed at random; a chunk, filled front to back, is faulted in at once.
+ * (The records, the partitions' tables and the staged rows live in the
+ * blocks below.)
  */
 #define HUGE_ALIGN ((size_t)2 << 20)
 
-/* zero: a join table (zeroed, in huge pages); else a record chunk */
+/* zero: a table (zeroed, in huge pages); else a chunk */
 static void *big_alloc(size_t n, bool zero)
 {
 	void *p = NULL;
@@ -154,11 +152,7 @@ static void *big_alloc(size_t n, bool zero)
 	}
 #endif
 #ifdef MADV_POPULATE_WRITE
-	/*
-	 * A record chunk fills up front to back: its pages are faulted in at once
-	 * (one call, not 512 faults; Linux 5.14, else ignored). At 10M: system
-	 * time 1.15 -> 0.82 s, CPU 9.6 -> 9.0 s (interleaved, 2 runs each).
-	 */
+	/* one call, not 512 faults (Linux 5.14, else ignored) */
 	if (!zero)
 		(void)madvise(p, n, MADV_POPULATE_WRITE);
 #endif
@@ -266,14 +260,12 @@ static void *map_region(struct recon_compare *cmp, size_t len, bool populate)
 		fprintf(stderr, "recon: compare: cannot map %zu bytes\n", len);
 		abort();
 	}
-	/* 2 MiB aligned: whole huge pages */
-	a = (unsigned char *)(((uintptr_t)m + extra - 1) & ~(uintptr_t)(extra ? extra - 1 : 0));
-	if (!extra)
-		a = m;
+	/* 2 MiB aligned: whole huge pages; the mapping's ends beyond go back */
+	a = extra ? (unsigned char *)(((uintptr_t)m + extra - 1) & ~(uintptr_t)(extra - 1)) : m;
 	if (a > m)
 		munmap(m, (size_t)(a - m));
-	if (m + len + extra > a + len)
-		munmap(a + len, (size_t)(m + len + extra - (a + len)));
+	if (a + len < m + len + extra)
+		munmap(a + len, (size_t)(m + extra - a));
 #ifdef MADV_HUGEPAGE
 	if (extra)
 		(void)madvise(a, len, MADV_HUGEPAGE);
@@ -370,6 +362,14 @@ void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b)
 
 	memcpy(b, &pl->free, sizeof(void *));
 	pl->free = b;
+}
+
+/* Slots for n keys under the 0.7 load limit (n capped at 2^31). */
+static size_t slots_for(uint64_t n)
+{
+	if (n > ((uint64_t)1 << 31))
+		n = (uint64_t)1 << 31;
+	return (size_t)(n * 10 / 7 + 64);
 }
 
 /* ---- partition tables (compare_internal.h) ---- */
@@ -582,11 +582,6 @@ void recon_compare_free(struct recon_compare *cmp)
 	store_release(&cmp->idstore);
 	for (size_t i = 0; i < FP_BUCKETS; i++)
 		free(cmp->fps[i].v);
-	while (cmp->free_batches) {
-		struct batch *b = cmp->free_batches;
-		cmp->free_batches = b->next;
-		free(b);
-	}
 	pthread_mutex_destroy(&cmp->mu);
 	pthread_cond_destroy(&cmp->cv);
 	free(cmp->pend_keys);
@@ -624,23 +619,33 @@ static void table_grow(struct table *t, uint32_t (*hashof)(const void *))
 	t->cap = ncap;
 }
 
-static struct krec *find_rec(const struct recon_compare *cmp, const char *key, size_t len,
-			     uint64_t h)
+/*
+ * The record of a key in table t (tag: its hash's low 32 bits), or NULL with
+ * *at the empty slot where it would go (t->cap is not 0).
+ */
+static inline struct krec *probe(const struct recon_compare *cmp, const struct ptable *t,
+				 const char *key, size_t len, uint32_t tag, size_t *at)
 {
-	const struct part *p = &cmp->part[part_of(cmp, h)];
-	const struct ptable *t = &p->keys;
-	const uint32_t tag = (uint32_t)h;
+	size_t i;
 
-	if (!t->cap)
-		return NULL;
-	for (size_t i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i)) {
+	for (i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i)) {
 		if (pt_at(t, i)->h == tag) {
 			struct krec *r = rec_at(cmp, pt_at(t, i)->ref);
 			if (r->key_len == len && bytes_eq(r->key, key, len))
 				return r;
 		}
 	}
+	*at = i;
 	return NULL;
+}
+
+static struct krec *find_rec(const struct recon_compare *cmp, const char *key, size_t len,
+			     uint64_t h)
+{
+	const struct ptable *t = &cmp->part[part_of(cmp, h)].keys;
+	size_t at;
+
+	return t->cap ? probe(cmp, t, key, len, (uint32_t)h, &at) : NULL;
 }
 
 static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const char *key, size_t len,
@@ -651,16 +656,9 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 	size_t i = 0;
 	struct krec *r;
 	uint32_t ref;
-	struct slot *x;
 
-	for (i = t->cap ? pt_home(t, tag) : 0; t->cap && (x = pt_at(t, i))->ref;
-	     i = pt_next(t, i)) {
-		if (x->h == tag) {
-			r = rec_at(cmp, x->ref);
-			if (r->key_len == len && bytes_eq(r->key, key, len))
-				return r;
-		}
-	}
+	if (t->cap && (r = probe(cmp, t, key, len, tag, &i)))
+		return r;
 	if (len > UINT16_MAX) {
 		fprintf(stderr, "recon: compare: key of %zu bytes\n", len);
 		abort();
@@ -1176,30 +1174,24 @@ void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struc
 /* Grows a table to hold n entries under the 0.7 load limit. */
 static void slots_reserve(struct slots *t, uint64_t n)
 {
-	uint64_t cap;
+	const size_t cap = slots_for(n);
 
-	if (n > ((uint64_t)1 << 31))
-		n = (uint64_t)1 << 31;
-	cap = n * 10 / 7 + 64;
 	if (cap <= t->cap)
 		return;
 	if (!t->n) {
 		free(t->v);
-		slots_init(t, (size_t)cap);
+		slots_init(t, cap);
 		return;
 	}
-	slots_resize(t, (size_t)cap);
+	slots_resize(t, cap);
 }
 
 void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint64_t n)
 {
-	uint64_t cap;
+	const size_t cap = slots_for(n);
 
-	if (n > ((uint64_t)1 << 31))
-		n = (uint64_t)1 << 31;
-	cap = n * 10 / 7 + 64;
 	if (cap > p->keys.cap)
-		pt_resize(cmp, p, (size_t)cap);
+		pt_resize(cmp, p, cap);
 }
 
 void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t upstream_entries)

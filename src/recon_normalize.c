@@ -36,7 +36,9 @@ static inline void trim(const struct recon_side *side, const char **s, size_t *l
 	trim_ends(side, s, len);
 }
 
-/* recon_money_exponent() of a 4-byte code, the last answer kept per thread (rows repeat one code).
+/*
+ * recon_money_exponent() of a 4-byte code, the last answer kept per thread
+ * (rows repeat one code).
  */
 static int exponent_of(const char code[4])
 {

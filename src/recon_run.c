@@ -482,9 +482,10 @@ out:
 	return rc;
 }
 
-/* The JSON lines of the differences (recon_report_diff_json), on a thread of their own. */
-/* The difference lines, rendered by whichever threads are free: RENDER_TAKE lines at a time from
- * next. */
+/*
+ * The JSON lines of the differences (recon_report_diff_json), rendered by
+ * whichever threads are free: RENDER_TAKE lines at a time from next.
+ */
 #define RENDER_TAKE 512
 struct render {
 	const struct recon_job *job;

@@ -1448,6 +1448,23 @@ static void test_compare_speculated_ids(void **state)
 	free(lo);
 }
 
+/* Whether a speculating compare fed these rows (on threads or not) finds its ids distinct. */
+static bool speculation_holds(const struct fixture *fx, const struct trow *up, size_t nup,
+			      const struct trow *lo, size_t nlo, bool threaded)
+{
+	struct recon_compare *spec = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+	bool distinct;
+
+	recon_compare_speculate_ids(spec);
+	if (threaded)
+		feed_par(spec, up, nup, lo, nlo);
+	else
+		feed_seq(spec, up, nup, lo, nlo);
+	distinct = recon_compare_ids_distinct(spec);
+	recon_compare_free(spec);
+	return distinct;
+}
+
 /*
  * An entry listed twice with a row without an id between the two copies: the
  * row in between widens the key's record, and the first copy's fingerprint
@@ -1482,30 +1499,12 @@ static void test_compare_speculated_ids_between(void **state)
 		lo[k].flags = RECON_ROW_HAS_STATUS;
 		lo[k].line = k + 2;
 	}
-	for (int threaded = 0; threaded < 2; threaded++) {
-		struct recon_compare *spec =
-		    recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
-		recon_compare_speculate_ids(spec);
-		if (threaded)
-			feed_par(spec, up, nup, lo, 50);
-		else
-			feed_seq(spec, up, nup, lo, 50);
-		assert_false(recon_compare_ids_distinct(spec));
-		recon_compare_free(spec);
-	}
+	for (int threaded = 0; threaded < 2; threaded++)
+		assert_false(speculation_holds(fx, up, nup, lo, 50, threaded));
 	/* without the repeat the speculation holds */
 	snprintf(up[7 * 3 + 2].id, sizeof(up[7 * 3 + 2].id), "Y");
-	for (int threaded = 0; threaded < 2; threaded++) {
-		struct recon_compare *spec =
-		    recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
-		recon_compare_speculate_ids(spec);
-		if (threaded)
-			feed_par(spec, up, nup, lo, 50);
-		else
-			feed_seq(spec, up, nup, lo, 50);
-		assert_true(recon_compare_ids_distinct(spec));
-		recon_compare_free(spec);
-	}
+	for (int threaded = 0; threaded < 2; threaded++)
+		assert_true(speculation_holds(fx, up, nup, lo, 50, threaded));
 }
 
 /* Rows with an empty key (the API takes them; normalize never makes them), fed on threads. */
