@@ -46,6 +46,8 @@ check "man recon renders" sh -c "man -l /usr/share/man/man1/recon.1 > /dev/null 
 # the example job from the installed paths, as the recon user
 rm -rf "$work"
 cp -R /usr/share/doc/recon/examples/basic "$work"
+# a tree where scripts/demo.sh ran packs its flow.db and state too: start from the sources
+rm -rf "$work/flow.db" "$work/state"
 cat /usr/share/recon/sql/sqlite/payment_flow.sql /usr/share/recon/sql/sqlite/merchant.sql \
 	"$work/flow.sql" | sqlite3 "$work/flow.db"
 chown -R recon:recon "$work"
