@@ -337,16 +337,39 @@ void recon_compare_prefault(struct recon_compare *cmp, bool (*more)(struct recon
 	pthread_mutex_unlock(&cmp->mu);
 }
 
+static int addr_cmp(const void *a, const void *b)
+{
+	const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
 {
 	struct pool *pl = &cmp->pool[w];
 	void *b = pl->free, *next;
+	uintptr_t *v = NULL;
+	size_t n = 0, alloc = 0;
 
-	/* their pages go back to the system; the blocks stay in their slab, unused */
+	/*
+	 * Their pages go back to the system; the blocks stay in their slab,
+	 * unused. In address order, neighbours as one range: a call per block
+	 * splits a huge page each time and flushes the TLB thousands of times.
+	 */
 	for (; b; b = next) {
 		memcpy(&next, b, sizeof(next));
-		(void)madvise(b, BLOCK, MADV_DONTNEED);
+		if (n == alloc)
+			recon_grow((void **)&v, &alloc, n + 1, sizeof(*v));
+		v[n++] = (uintptr_t)b;
 	}
+	if (n)
+		qsort(v, n, sizeof(*v), addr_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && v[j] == v[j - 1] + BLOCK; j++)
+			;
+		(void)madvise((void *)v[i], (j - i) * BLOCK, MADV_DONTNEED);
+	}
+	free(v);
 	pl->free = NULL;
 	/* a slab faulted in ahead that nobody took */
 	pthread_mutex_lock(&cmp->mu);
