@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,105 @@ static int migrate(struct recon_state *st, int version, struct recon_err *err)
 	return 0;
 }
 
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/*
+ * A writable store's WAL is copied back into the database (a checkpoint) on
+ * a thread of its own, through a connection of its own, while the run goes
+ * on writing: a checkpoint copies tens of megabytes and waits for two syncs,
+ * which SQLite's automatic checkpoint does inside the commit that crosses
+ * its threshold, on the writer's path. A failed checkpoint loses nothing:
+ * the frames stay in the WAL for the next one, and closing the store
+ * checkpoints what is left, as before.
+ */
+#define CKPT_PAGES 256 /* WAL pages (16 MB at 64 KiB) that wake the checkpointer */
+
+struct state_ckpt {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool want, stop;
+	char *path;
+};
+
+static void *ckpt_thread(void *arg)
+{
+	struct state_ckpt *c = arg;
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_busy_timeout(db, 1000);
+		/* as the writer's: the WAL synced before a checkpoint, the database after */
+		sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	}
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->want && !c->stop)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->stop)
+			break;
+		c->want = false;
+		pthread_mutex_unlock(&c->mu);
+		if (db)
+			(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+							NULL);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	sqlite3_close(db);
+	return NULL;
+}
+
+/* sqlite3_wal_hook: after each commit, the WAL's length in pages. */
+static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct recon_state *st = arg;
+	struct state_ckpt *c = st->ckpt;
+
+	(void)db;
+	(void)name;
+	if (pages < CKPT_PAGES)
+		return SQLITE_OK;
+	if (!c) {
+		c = recon_xcalloc(1, sizeof(*c));
+		pthread_mutex_init(&c->mu, NULL);
+		pthread_cond_init(&c->cv, NULL);
+		c->path = st->path;
+		if (pthread_create(&c->th, NULL, ckpt_thread, c) != 0) {
+			/* no thread: SQLite's own checkpoint, in the commit, as before */
+			pthread_mutex_destroy(&c->mu);
+			pthread_cond_destroy(&c->cv);
+			free(c);
+			sqlite3_wal_autocheckpoint(st->db, 1000);
+			return SQLITE_OK;
+		}
+		st->ckpt = c;
+	}
+	pthread_mutex_lock(&c->mu);
+	c->want = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	return SQLITE_OK;
+}
+
+static void ckpt_stop(struct recon_state *st)
+{
+	struct state_ckpt *c = st->ckpt;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->th, NULL);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+	st->ckpt = NULL;
+}
+
 /*
  * A store opened for writing: WAL, its pragmas, then the schema checked and
  * migrated.
@@ -414,6 +514,8 @@ static int setup_writable(struct recon_state *st, struct recon_err *err)
 	    (rc = recon_state_exec(st, "PRAGMA foreign_keys = ON", err)) < 0 ||
 	    (rc = check_foreign(st, &version, err)) < 0)
 		return rc;
+	/* checkpoints on the checkpointer's thread (replaces SQLite's automatic one) */
+	sqlite3_wal_hook(st->db, ckpt_hook, st);
 	return migrate(st, version, err);
 }
 
@@ -471,6 +573,7 @@ void recon_state_close(struct recon_state *st)
 {
 	if (!st)
 		return;
+	ckpt_stop(st); /* before the close, which checkpoints what is left */
 	for (size_t i = 0; i < st->ncache; i++)
 		sqlite3_finalize(st->cache[i].q);
 	free(st->cache);

@@ -45,9 +45,12 @@ struct recon_state_cached {
 	sqlite3_stmt *q;
 };
 
+struct state_ckpt;
+
 struct recon_state {
 	sqlite3 *db;
 	char *path;
+	struct state_ckpt *ckpt; /* the checkpointer of a writable store; NULL until needed */
 	struct recon_state_cached *cache; /* every statement prepared so far */
 	size_t ncache, acache;
 };

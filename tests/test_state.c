@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -872,6 +873,60 @@ static void test_state_watermark_never_backwards(void **state)
 	assert_int_equal(fx->err.code, 0);
 }
 
+/* Bytes of a file, 0 when it does not exist. */
+static off_t file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? sb.st_size : 0;
+}
+
+/*
+ * A run that writes tens of megabytes: its WAL is checkpointed into the
+ * database on the checkpointer's thread while the run goes on writing (the
+ * database file grows before the store is closed), nothing is lost, and the
+ * close leaves no WAL behind.
+ */
+static void test_state_checkpoints_beside_writes(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_err err;
+	char wal[300], key[32], *error = recon_xmalloc(4097);
+	const int rows = 12000; /* 4 KiB each: 48 MB, three times the checkpointer's threshold */
+	off_t before, after = 0;
+	int64_t id;
+
+	memset(error, 'e', 4096);
+	error[4096] = '\0';
+	open_rw(fx);
+	id = begin_run(fx, D16, D17, true, D17 + HOUR);
+	before = file_size(fx->path);
+	recon_err_init(&err);
+	for (int i = 0; i < rows; i += 500) {
+		assert_int_equal(recon_state_batch_begin(fx->st, &err), 0);
+		for (int k = i; k < i + 500; k++) {
+			snprintf(key, sizeof(key), "K%06d", k);
+			assert_int_equal(recon_state_action(fx->st, id, key, "extra", "ticket",
+							    "would", 0, error, &err),
+					 0);
+		}
+		assert_int_equal(recon_state_batch_end(fx->st, &err), 0);
+	}
+	/* the checkpointer runs on its own: waited for (a bound, not a timing) */
+	for (int w = 0; w < 200 && (after = file_size(fx->path)) < before + (16 << 20); w++)
+		nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+	assert_true(after >= before + (16 << 20));
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM actions"), rows);
+	recon_state_close(fx->st);
+	fx->st = NULL;
+	snprintf(wal, sizeof(wal), "%s-wal", fx->path);
+	assert_int_equal(file_size(wal), 0);
+	open_rw(fx);
+	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM actions"), rows);
+	assert_int_equal(q_int(fx->st, "SELECT count(DISTINCT key) FROM actions"), rows);
+	free(error);
+}
+
 /* Two locks of one job from two open files (one process) conflict; unlock frees it. */
 static void test_state_lock_conflict(void **state)
 {
@@ -973,6 +1028,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_resolves_many, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_dry_run_leaves_ledger, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_watermark_never_backwards, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_checkpoints_beside_writes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_conflict, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_released_when_holder_dies, setup,
 					    teardown),
