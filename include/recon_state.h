@@ -104,6 +104,9 @@ struct recon_record {
 	int64_t window_start, window_end;
 	const struct recon_diff *diffs; /* differences in key order ... */
 	char *const *json;		/* ... and their output lines */
+	/* NULL, or json[i] may be read once ready(ready_arg, i) returned (still rendered) */
+	void (*ready)(void *arg, size_t i);
+	void *ready_arg;
 	size_t n;
 	const struct recon_diff *pending; /* awaiting and in flight ... */
 	char *const *pjson;		  /* ... and their lines */

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -484,28 +485,66 @@ out:
 
 /*
  * The JSON lines of the differences (recon_report_diff_json), rendered by
- * whichever threads are free: RENDER_TAKE lines at a time from next.
+ * whichever threads are free, a chunk of RENDER_TAKE lines at a time: a
+ * second thread from the evaluation on, the run's own while it records them
+ * (render_ready: the recorder takes each line as soon as it is there, and
+ * renders chunks itself rather than wait).
  */
 #define RENDER_TAKE 512
 struct render {
 	const struct recon_job *job;
 	const struct recon_diff *diffs;
 	char **json;
-	size_t n;
+	size_t n, nchunks;
 	const char *up_name, *local_name;
-	atomic_size_t next;
+	atomic_size_t next;   /* the next chunk to take */
+	atomic_uchar *done;   /* by chunk: its lines are there (release) */
+	pthread_t th;
+	bool threaded, joined;
 };
+
+/* Renders the next chunk nobody took; false when all were taken. */
+static bool render_take(struct render *r)
+{
+	size_t c = atomic_fetch_add(&r->next, 1);
+
+	if (c >= r->nchunks)
+		return false;
+	for (size_t i = c * RENDER_TAKE, e = i + RENDER_TAKE < r->n ? i + RENDER_TAKE : r->n;
+	     i < e; i++)
+		r->json[i] = recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
+	atomic_store_explicit(&r->done[c], 1, memory_order_release);
+	return true;
+}
 
 static void render_share(struct render *r)
 {
-	for (;;) {
-		size_t i = atomic_fetch_add(&r->next, RENDER_TAKE);
-		if (i >= r->n)
-			break;
-		for (size_t e = i + RENDER_TAKE < r->n ? i + RENDER_TAKE : r->n; i < e; i++)
-			r->json[i] =
-			    recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
-	}
+	while (render_take(r))
+		;
+}
+
+/* recon_record.ready: json[i] is there once this returns. */
+static void render_ready(void *arg, size_t i)
+{
+	struct render *r = arg;
+	const size_t c = i / RENDER_TAKE;
+
+	while (!atomic_load_explicit(&r->done[c], memory_order_acquire))
+		if (!render_take(r))
+			sched_yield(); /* the other thread renders that chunk */
+}
+
+/* Every line rendered and the second thread gone; idempotent. */
+static void render_join(struct render *r)
+{
+	if (r->joined)
+		return;
+	r->joined = true;
+	render_share(r);
+	if (r->threaded)
+		pthread_join(r->th, NULL);
+	free(r->done);
+	r->done = NULL;
 }
 
 static void *render_thread(void *arg)
@@ -699,6 +738,7 @@ struct run {
 	/* evaluate: differences and pending items (borrowed from cmp), their JSON lines */
 	const struct recon_diff *diffs, *pend;
 	char **json, **pjson;
+	struct render rj; /* json: rendered while evaluated and recorded */
 	size_t ndiffs, npend;
 	struct contribs contribs;
 	/* record, act, finish */
@@ -827,9 +867,7 @@ static int run_evaluate(struct run *r)
 	const struct recon_source *up = r->rds[RECON_SIDE_UPSTREAM].src;
 	const struct recon_source *local = r->rds[RECON_SIDE_LOCAL].src;
 	struct recon_run_summary *sum = r->sum;
-	struct render rj;
-	pthread_t th;
-	bool threaded;
+	struct render *rj = &r->rj;
 
 	recon_compare_classify(r->cmp);
 	sum->counts = *recon_compare_counts(r->cmp);
@@ -837,13 +875,19 @@ static int run_evaluate(struct run *r)
 		sum->counts.rows_other[i] += sum->rows_other[i];
 	phase_mark(&r->ph, "classify");
 	/* the difference lines are built on a second thread while the contributions are gathered,
-	   then on both */
+	   then also on this one as they are recorded (run_record) */
 	r->diffs = recon_compare_diffs(r->cmp, &r->ndiffs);
 	r->pend = recon_compare_pending(r->cmp, &r->npend);
-	rj = (struct render){job, r->diffs, NULL, r->ndiffs, up->name, local->name, 0};
-	atomic_init(&rj.next, 0);
-	rj.json = r->json = recon_xcalloc(r->ndiffs ? r->ndiffs : 1, sizeof(*r->json));
-	threaded = pthread_create(&th, NULL, render_thread, &rj) == 0;
+	rj->job = job;
+	rj->diffs = r->diffs;
+	rj->n = r->ndiffs;
+	rj->nchunks = (r->ndiffs + RENDER_TAKE - 1) / RENDER_TAKE;
+	rj->up_name = up->name;
+	rj->local_name = local->name;
+	atomic_init(&rj->next, 0);
+	rj->done = recon_xcalloc(rj->nchunks ? rj->nchunks : 1, sizeof(*rj->done));
+	rj->json = r->json = recon_xcalloc(r->ndiffs ? r->ndiffs : 1, sizeof(*r->json));
+	rj->threaded = pthread_create(&rj->th, NULL, render_thread, rj) == 0;
 	r->pjson = render_lines(job, r->pend, r->npend, up->name, local->name);
 	/* in key order: the ledger's B-tree takes them as appends, not at random */
 	if (!ctx->dry_run) {
@@ -851,9 +895,6 @@ static int run_evaluate(struct run *r)
 		if (r->contribs.n)
 			qsort(r->contribs.v, r->contribs.n, sizeof(*r->contribs.v), contrib_cmp);
 	}
-	render_share(&rj); /* what the thread has not taken yet */
-	if (threaded)
-		pthread_join(th, NULL);
 	phase_mark(&r->ph, "report");
 	return 0;
 }
@@ -874,9 +915,9 @@ static int run_record(struct run *r)
 	r->rejects_stored = true;
 	if (rejects->n &&
 	    (rc = recon_state_add_rejects(r->st, sum->run_id, rejects->v, rejects->n, r->err)) < 0)
-		return r->rc = rc;
+		return render_join(&r->rj), r->rc = rc;
 	if ((int64_t)rejects->total > job->max_rejects)
-		return r->rc = recon_err_set(r->err, RECON_EINPUT, NULL,
+		return render_join(&r->rj), r->rc = recon_err_set(r->err, RECON_EINPUT, NULL,
 					     "%llu row%s rejected (max_rejects %lld); first: %s",
 					     (unsigned long long)rejects->total,
 					     rejects->total == 1 ? "" : "s",
@@ -890,6 +931,8 @@ static int run_record(struct run *r)
 	    .window_end = r->win->end,
 	    .diffs = r->diffs,
 	    .json = r->json,
+	    .ready = render_ready,
+	    .ready_arg = &r->rj,
 	    .n = r->ndiffs,
 	    .pending = r->pend,
 	    .pjson = r->pjson,
@@ -899,7 +942,11 @@ static int run_record(struct run *r)
 	    .settled_ms = job->ledger_settled_ms,
 	    .retention_ms = job->ledger_retention_ms,
 	};
-	if ((rc = recon_state_record_diffs(r->st, &r->rec, &ic, r->err)) < 0 ||
+	rc = recon_state_record_diffs(r->st, &r->rec, &ic, r->err);
+	/* every line is there from here on: the actions read them */
+	render_join(&r->rj);
+	r->rec.ready = NULL;
+	if (rc < 0 ||
 	    (!ctx->dry_run && (rc = recon_state_ledger_save(r->st, &r->rec, r->contribs.v,
 							    r->contribs.n, r->err)) < 0))
 		return r->rc = rc;
@@ -1049,6 +1096,8 @@ static int run_release(struct run *r)
 {
 	phase_mark(&r->ph, "finish");
 	phase_log(&r->ph);
+	if (r->rj.done)
+		render_join(&r->rj); /* a run that failed before it recorded its differences */
 	free_lines(r->json, r->ndiffs);
 	free_lines(r->pjson, r->npend);
 	free(r->contribs.v);

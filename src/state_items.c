@@ -487,6 +487,8 @@ int recon_state_record_diffs(struct recon_state *st, const struct recon_record *
 		return rc;
 	for (size_t i = 0; i < rec->n && rc == 0; i++) {
 		const struct recon_diff *d = &rec->diffs[i];
+		if (rec->ready)
+			rec->ready(rec->ready_arg, i);
 		rc = recon_state_run(
 		    st, &run_diff_sql,
 		    STATE_ARGS(STATE_INT(rec->run_id), STATE_KEY(d->key, d->key_len),
