@@ -204,6 +204,14 @@ void recon_compare_feeder_add(struct recon_compare_feeder *f, const struct recon
 /* As recon_compare_add_rejected(), for the feeder's side. */
 void recon_compare_feeder_add_rejected(struct recon_compare_feeder *f, const struct recon_row *row);
 void recon_compare_feeder_free(struct recon_compare_feeder *f);
+/*
+ * While a feeder that ended waits for the other (in recon_compare_feeder_free),
+ * it calls fn(arg, side) between the memory it faults in ahead for the
+ * other: work of the other side's that fn may take (side: the waiting
+ * feeder's); fn returns true when it did some. Before the feeders are
+ * created.
+ */
+void recon_compare_on_wait(struct recon_compare *cmp, bool (*fn)(void *arg, int side), void *arg);
 
 /*
  * Keys that need a lookup on `side` before they can be asserted:

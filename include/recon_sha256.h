@@ -8,6 +8,7 @@
 #ifndef RECON_SHA256_H
 #define RECON_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,24 @@ void recon_sha256_init(struct recon_sha256 *c);
 void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n);
 /* Writes 64 lowercase hex digits and a NUL into hex[65]. */
 void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65]);
+/*
+ * A lane: one stream's bytes hashed in order into a context, by the thread
+ * that reads them or, once another thread offers help (it has nothing else
+ * to do), by that one: the reader then queues copies of what it reads (a
+ * few buffers; when they are full it hashes them itself) and goes on
+ * parsing. The digest is the same whoever hashed which bytes.
+ */
+struct recon_sha_lane;
+
+struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx);
+/* The reader: n more bytes of the stream. */
+void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n);
+/* The reader: everything queued hashed into the context, which it may read from then on. */
+void recon_sha_lane_flush(struct recon_sha_lane *l);
+/* Another thread: hashes what is queued; false when nothing was. Safe until lane_free(). */
+bool recon_sha_lane_help(struct recon_sha_lane *l);
+void recon_sha_lane_free(struct recon_sha_lane *l);
+
 /* One-shot helpers. */
 void recon_sha256_hex(const void *p, size_t n, char hex[65]);
 /* Hashes a whole file; RECON_EUNAVAIL "cannot open 'path': ..." on failure. */

@@ -280,6 +280,14 @@ const char *recon_source_csv_footer(const struct recon_source *src, size_t *len)
  * next() returned RECON_DONE or a totals error), -1 before that or when src
  * is not a csv source (NULL-safe).
  */
+struct recon_sha_lane;
 int recon_source_csv_sha256(const struct recon_source *src, char hex[65]);
+
+/*
+ * The lane that hashes a plain csv file as it is read (recon_sha256.h), for
+ * another thread to help with; NULL for a .zip or .gz, or another source.
+ * Borrowed until recon_source_close().
+ */
+struct recon_sha_lane *recon_source_csv_lane(const struct recon_source *src);
 
 #endif

@@ -612,7 +612,7 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	pthread_cond_broadcast(&cmp->cv);
 	pthread_mutex_unlock(&cmp->mu);
 	/* the other side still reads: its next slabs are faulted in here meanwhile */
-	recon_compare_prefault(cmp, feeding);
+	recon_compare_prefault(cmp, f->side, feeding);
 	while ((q = atomic_fetch_add(&cmp->next_part, 1)) < cmp->nparts)
 		distinct = build_part(cmp, q, (unsigned)f->side, &fps) && distinct;
 	free(fps.v);

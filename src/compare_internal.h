@@ -158,6 +158,8 @@ struct recon_compare {
 	size_t slab_max; /* bytes of the biggest slab (recon_compare_reserve) */
 	void *spare; /* a slab of slab_max bytes faulted in ahead (recon_compare_prefault), under mu
 		      */
+	bool (*on_wait)(void *arg, int side); /* recon_compare_on_wait */
+	void *on_wait_arg;
 	size_t *slab_len;
 	size_t nslabs, aslabs;
 	struct slots ids; /* entry ids seen upstream: packed in idstore */
@@ -294,7 +296,8 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w);
  * kernel's zeroing of fresh memory (most of a feeder's system time) from the
  * one still reading. Returns once more() is false (a cv broadcast wakes it).
  */
-void recon_compare_prefault(struct recon_compare *cmp, bool (*more)(struct recon_compare *cmp));
+void recon_compare_prefault(struct recon_compare *cmp, int side,
+			    bool (*more)(struct recon_compare *cmp));
 /* Returns the pages of writer w's free blocks to the system (the blocks are not used again). */
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w);
 /* Gives a block back to writer w's pool. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "recon_time.h"
 
@@ -321,12 +322,39 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 	return b;
 }
 
-void recon_compare_prefault(struct recon_compare *cmp, bool (*more)(struct recon_compare *cmp))
+void recon_compare_on_wait(struct recon_compare *cmp, bool (*fn)(void *arg, int side), void *arg)
+{
+	cmp->on_wait = fn;
+	cmp->on_wait_arg = arg;
+}
+
+void recon_compare_prefault(struct recon_compare *cmp, int side,
+			    bool (*more)(struct recon_compare *cmp))
 {
 	pthread_mutex_lock(&cmp->mu);
 	while (more(cmp)) {
+		if (cmp->on_wait) {
+			pthread_mutex_unlock(&cmp->mu);
+			bool did = cmp->on_wait(cmp->on_wait_arg, side);
+			pthread_mutex_lock(&cmp->mu);
+			if (did)
+				continue;
+		}
 		if (cmp->spare) {
-			pthread_cond_wait(&cmp->cv, &cmp->mu);
+			if (cmp->on_wait) {
+				/* woken by the other side's slab taken or its end; else a look
+				   at its work again in a millisecond */
+				struct timespec t;
+				clock_gettime(CLOCK_REALTIME, &t);
+				t.tv_nsec += 1000 * 1000;
+				if (t.tv_nsec >= 1000 * 1000 * 1000) {
+					t.tv_sec++;
+					t.tv_nsec -= 1000 * 1000 * 1000;
+				}
+				pthread_cond_timedwait(&cmp->cv, &cmp->mu, &t);
+			} else {
+				pthread_cond_wait(&cmp->cv, &cmp->mu);
+			}
 			continue;
 		}
 		pthread_mutex_unlock(&cmp->mu);

@@ -108,6 +108,8 @@ struct reader {
 	int64_t t0, shown;
 	int64_t ms; /* wall time the side took to open and read */
 	bool progress;
+	/* the lane hashing its input (a plain file), once open: the other thread may help */
+	_Atomic(struct recon_sha_lane *) lane;
 };
 
 static void reader_init(struct reader *rd, const struct recon_window *win,
@@ -121,6 +123,7 @@ static void reader_init(struct reader *rd, const struct recon_window *win,
 	rd->which = which;
 	rd->stop = stop;
 	atomic_init(&rd->seen, 0);
+	atomic_init(&rd->lane, NULL);
 	recon_arena_init(&rd->rejects.arena);
 	recon_arena_init(&rd->scratch);
 	recon_err_init(&rd->err);
@@ -305,8 +308,11 @@ static int read_side(struct reader *rd)
 	int64_t t0 = monotonic_ms();
 	int rc;
 
-	if ((rc = recon_source_open(&rd->src, rd->side, rd->win, &rd->err)) == 0)
+	if ((rc = recon_source_open(&rd->src, rd->side, rd->win, &rd->err)) == 0) {
+		atomic_store_explicit(&rd->lane, recon_source_csv_lane(rd->src),
+				      memory_order_release);
 		rc = drain(rd, false, NULL, 0, &rd->err);
+	}
 	rd->ms = monotonic_ms() - t0;
 	if (rc < 0 && rd->stop)
 		atomic_store(rd->stop, true);
@@ -314,6 +320,22 @@ static int read_side(struct reader *rd)
 	rd->feeder = NULL;
 	rd->rc = rc;
 	return rc;
+}
+
+/*
+ * recon_compare_on_wait: the side that ended first hashes the other's input
+ * as it is read (the SHA-256 is a fifth of reading a file).
+ */
+static bool help_other(void *arg, int side)
+{
+	struct reader *rds = arg;
+	struct recon_sha_lane *l =
+	    atomic_load_explicit(&rds[side == RECON_SIDE_UPSTREAM ? RECON_SIDE_LOCAL
+								  : RECON_SIDE_UPSTREAM]
+				      .lane,
+				 memory_order_acquire);
+
+	return l && recon_sha_lane_help(l);
 }
 
 /* The upstream reader thread: waits at the gate until its feeder is set. */
@@ -388,6 +410,7 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 	pthread_cond_init(&g.cv, NULL);
 	threaded = pthread_create(&th, NULL, read_side_thread, &g) == 0;
 	if (threaded) {
+		recon_compare_on_wait(up->cmp, help_other, rds);
 		/* both feeders exist before either feeds */
 		up->feeder = recon_compare_feeder_new(up->cmp, RECON_SIDE_UPSTREAM);
 		local->feeder = recon_compare_feeder_new(local->cmp, RECON_SIDE_LOCAL);

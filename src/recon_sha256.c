@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +278,121 @@ void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
 	recon_sha256_init(c);
 }
 #endif
+
+/* ---- lanes ---- */
+
+#define LANE_SLOTS 4
+#define LANE_SLOT  ((size_t)1 << 20) /* bigger updates go through in pieces */
+
+struct recon_sha_lane {
+	struct recon_sha256 *ctx;
+	pthread_mutex_t mu;	 /* the queue */
+	pthread_mutex_t hash_mu; /* held while the context takes bytes: one hasher, in order */
+	atomic_bool helped;	 /* a helper came: the reader queues */
+	unsigned char *slot[LANE_SLOTS];
+	size_t len[LANE_SLOTS];
+	size_t head, tail; /* queued: [head, tail), counting up; a slot is head % LANE_SLOTS */
+};
+
+struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx)
+{
+	struct recon_sha_lane *l = recon_xcalloc(1, sizeof(*l));
+
+	l->ctx = ctx;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_mutex_init(&l->hash_mu, NULL);
+	atomic_init(&l->helped, false);
+	return l;
+}
+
+/*
+ * Hashes the oldest queued buffer, under hash_mu (held by the caller); false
+ * when none is queued. Its slot is released only once hashed.
+ */
+static bool lane_hash_one(struct recon_sha_lane *l)
+{
+	size_t i;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->head == l->tail) {
+		pthread_mutex_unlock(&l->mu);
+		return false;
+	}
+	i = l->head % LANE_SLOTS;
+	pthread_mutex_unlock(&l->mu);
+	recon_sha256_update(l->ctx, l->slot[i], l->len[i]);
+	pthread_mutex_lock(&l->mu);
+	l->head++;
+	pthread_mutex_unlock(&l->mu);
+	return true;
+}
+
+void recon_sha_lane_flush(struct recon_sha_lane *l)
+{
+	pthread_mutex_lock(&l->hash_mu);
+	while (lane_hash_one(l))
+		;
+	pthread_mutex_unlock(&l->hash_mu);
+}
+
+void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n) {
+		size_t k = n < LANE_SLOT ? n : LANE_SLOT;
+		bool queued = false;
+
+		if (atomic_load_explicit(&l->helped, memory_order_relaxed)) {
+			pthread_mutex_lock(&l->mu);
+			if (l->tail - l->head < LANE_SLOTS) {
+				size_t i = l->tail % LANE_SLOTS;
+				if (!l->slot[i])
+					l->slot[i] = recon_xmalloc(LANE_SLOT);
+				memcpy(l->slot[i], b, k);
+				l->len[i] = k;
+				l->tail++;
+				queued = true;
+			}
+			pthread_mutex_unlock(&l->mu);
+		}
+		if (!queued) {
+			/* no helper, or it fell behind: the queue first, then these bytes */
+			pthread_mutex_lock(&l->hash_mu);
+			while (lane_hash_one(l))
+				;
+			recon_sha256_update(l->ctx, b, k);
+			pthread_mutex_unlock(&l->hash_mu);
+		}
+		b += k;
+		n -= k;
+	}
+}
+
+bool recon_sha_lane_help(struct recon_sha_lane *l)
+{
+	bool did = false;
+
+	atomic_store_explicit(&l->helped, true, memory_order_relaxed);
+	/* the reader hashing its queue itself (it fell behind, or it ends): nothing to do here */
+	if (pthread_mutex_trylock(&l->hash_mu) != 0)
+		return false;
+	while (lane_hash_one(l))
+		did = true;
+	pthread_mutex_unlock(&l->hash_mu);
+	return did;
+}
+
+void recon_sha_lane_free(struct recon_sha_lane *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < LANE_SLOTS; i++)
+		free(l->slot[i]);
+	pthread_mutex_destroy(&l->mu);
+	pthread_mutex_destroy(&l->hash_mu);
+	free(l);
+}
 
 void recon_sha256_hex(const void *p, size_t n, char hex[65])
 {

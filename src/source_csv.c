@@ -154,6 +154,7 @@ struct csv_source {
 	struct recon_zip *zip;	     /* a .zip input: bytes come inflated from its member */
 	struct recon_gz *gz;	     /* a .gz input: bytes come inflated from the stream */
 	struct recon_sha256 sha;     /* of the file's bytes as read */
+	struct recon_sha_lane *lane; /* a plain file's: sha, maybe on another thread */
 	bool sha_done;		     /* the whole file went through sha */
 	struct recon_totals *totals; /* NULL: the side states none */
 	struct recon_totals_cell *cells;
@@ -228,10 +229,15 @@ static int fill(struct csv_source *s, struct recon_err *err)
 		if (n < 0)
 			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
 					     strerror(errno));
-		recon_sha256_update(&s->sha, s->buf + s->end, (size_t)n);
+		if (s->lane)
+			recon_sha_lane_update(s->lane, s->buf + s->end, (size_t)n);
+		else
+			recon_sha256_update(&s->sha, s->buf + s->end, (size_t)n);
 	}
 	if (n == 0) {
 		s->eof = true;
+		if (s->lane)
+			recon_sha_lane_flush(s->lane);
 		s->sha_done = true;
 	}
 	s->end += (size_t)n;
@@ -1383,6 +1389,8 @@ static int detect_packing(struct csv_source *s, struct recon_err *err)
 		s->end += (size_t)n;
 		recon_sha256_update(&s->sha, head, (size_t)n);
 	}
+	/* plain text: hashed through a lane another thread may help (recon_source_csv_lane) */
+	s->lane = recon_sha_lane_new(&s->sha);
 	return 0;
 }
 
@@ -1483,6 +1491,7 @@ static void csv_close(struct recon_source *src)
 		return;
 	if (s->fd >= 0)
 		close(s->fd);
+	recon_sha_lane_free(s->lane);
 	if (s->conv)
 		iconv_close(s->cd);
 	csv_free(&s->csv);
@@ -1538,6 +1547,13 @@ const char *recon_source_csv_footer(const struct recon_source *src, size_t *len)
 		return NULL;
 	*len = s->footer.len;
 	return s->footer.s;
+}
+
+struct recon_sha_lane *recon_source_csv_lane(const struct recon_source *src)
+{
+	const struct csv_source *s = (const struct csv_source *)src;
+
+	return src && src->ops == &recon_source_csv_ops ? s->lane : NULL;
 }
 
 int recon_source_csv_sha256(const struct recon_source *src, char hex[65])

@@ -12,6 +12,8 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +214,73 @@ static void test_sha256_file_directory(void **state)
 	assert_non_null(strstr(err.msg, "'/'"));
 }
 
+/* A helper thread for the lane tests: helps until told to stop. */
+struct helper {
+	struct recon_sha_lane *lane;
+	atomic_bool stop;
+	unsigned long helped; /* calls that hashed something */
+};
+
+static void *help_loop(void *arg)
+{
+	struct helper *h = arg;
+
+	while (!atomic_load(&h->stop))
+		if (recon_sha_lane_help(h->lane))
+			h->helped++;
+	return NULL;
+}
+
+/*
+ * A lane gives the one-shot digest whoever hashes which bytes: with no
+ * helper, and with one hashing beside the reader (pieces of every size, some
+ * bigger than a queue slot, a queue that fills up), flushed before it is read.
+ */
+static void test_sha256_lane_same_digest(void **state)
+{
+	const size_t total = (9u << 20) + 12345;
+	unsigned char *data = malloc(total);
+	char want[65], got[65];
+	uint64_t x = 88172645463325252ULL;
+
+	(void)state;
+	assert_non_null(data);
+	for (size_t i = 0; i < total; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		data[i] = (unsigned char)x;
+	}
+	recon_sha256_hex(data, total, want);
+	for (int helped = 0; helped < 2; helped++) {
+		struct recon_sha256 ctx;
+		struct helper h = {0};
+		pthread_t th;
+		size_t o = 0, step = 1;
+
+		recon_sha256_init(&ctx);
+		h.lane = recon_sha_lane_new(&ctx);
+		atomic_init(&h.stop, false);
+		if (helped)
+			assert_int_equal(pthread_create(&th, NULL, help_loop, &h), 0);
+		while (o < total) {
+			size_t n = step < total - o ? step : total - o;
+			recon_sha_lane_update(h.lane, data + o, n);
+			o += n;
+			step = step * 7 % ((3u << 20) + 17) + 1; /* 1 byte to 3 MiB */
+		}
+		recon_sha_lane_flush(h.lane);
+		if (helped) {
+			atomic_store(&h.stop, true);
+			pthread_join(th, NULL);
+		}
+		recon_sha256_final_hex(&ctx, got);
+		assert_string_equal(got, want);
+		recon_sha_lane_free(h.lane);
+	}
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +296,7 @@ int main(void)
 	    cmocka_unit_test(test_sha256_file_empty),
 	    cmocka_unit_test(test_sha256_file_missing),
 	    cmocka_unit_test(test_sha256_file_directory),
+	    cmocka_unit_test(test_sha256_lane_same_digest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
