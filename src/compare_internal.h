@@ -149,6 +149,9 @@ struct recon_compare {
 	bool upstream_is_statement;
 	int64_t tbase, tlo, thi;  /* narrow times: tbase + int32 */
 	struct recon_arena arena; /* recon_compare_arena(): the caller's */
+	/* the differences' keys, side by side (by classifying thread): rendered, sorted and
+	   recorded from there, not from records spread over the whole window */
+	struct recon_arena dkeys[2];
 	struct part *part;
 	size_t nparts;
 	struct store recs[NWRITERS];   /* records; writer w's references have top bit w */

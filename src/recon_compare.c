@@ -595,6 +595,8 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	cmp->tlo = cmp->tbase + INT32_MIN;
 	cmp->thi = cmp->tbase + INT32_MAX;
 	recon_arena_init(&cmp->arena);
+	recon_arena_init(&cmp->dkeys[0]);
+	recon_arena_init(&cmp->dkeys[1]);
 	parts_init(cmp, PARTS_MIN);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_init(&cmp->recs[w], 3, BLOCK_BITS, 31, (uint32_t)w << 31, &cmp->pool[w]);
@@ -620,6 +622,8 @@ void recon_compare_free(struct recon_compare *cmp)
 	if (!cmp)
 		return;
 	recon_arena_release(&cmp->arena);
+	recon_arena_release(&cmp->dkeys[0]);
+	recon_arena_release(&cmp->dkeys[1]);
 	parts_release(cmp);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_release(&cmp->recs[w]);
@@ -1643,6 +1647,7 @@ static int diff_cmp(const void *a, const void *b)
 #define CLASSIFY_TAKE 4
 struct classified {
 	struct recon_compare *cmp;
+	struct recon_arena *keys; /* the differences' keys */
 	atomic_size_t *next;
 	struct recon_compare_counts counts;
 	struct recon_diff *diffs, *pending;
@@ -1758,6 +1763,7 @@ static void classify_chunk(struct classified *out, int pi, size_t chunk)
 			d = &out->diffs[out->n++];
 		}
 		fill_diff(d, r, k, &v);
+		d->key = recon_arena_strndup(out->keys, r->key, r->key_len);
 		d->due = due;
 	});
 }
@@ -1827,6 +1833,8 @@ void recon_compare_classify(struct recon_compare *cmp)
 	for (int i = 0; i < 2; i++) {
 		part[i].cmp = cmp;
 		part[i].next = &next;
+		recon_arena_reset(&cmp->dkeys[i]);
+		part[i].keys = &cmp->dkeys[i];
 	}
 	threaded = pthread_create(&th, NULL, classify_share_thread, &part[1]) == 0;
 	classify_share(&part[0]);
