@@ -329,6 +329,35 @@ static size_t unstage(const struct recon_compare *cmp, const unsigned char *p,
 	return n + r.key_len;
 }
 
+/*
+ * A narrow local row, or a narrow statement entry with an entry id (OP_ADD,
+ * speculated or not), through recon_compare_apply_narrow(); false: the row
+ * is to be applied in full.
+ */
+static inline bool narrow_first(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
+				const unsigned char *at, const struct srow *sr)
+{
+	struct recon_narrow n;
+
+	if (side == RECON_SIDE_LOCAL ? sr->op != OP_NOID
+				     : sr->op != OP_ADD && sr->op != (OP_ADD | OP_FP))
+		return false;
+	n.amount = sr->amount;
+	n.time = sr->time;
+	n.line = sr->line;
+	n.cur = sr->cur;
+	n.status = sr->status;
+	n.entry = sr->entry;
+	n.flags = sr->flags;
+	n.fp_set = sr->op & OP_FP;
+	n.fp32 = 0;
+	if (n.fp_set)
+		memcpy(&n.fp32, at + SROW_HEAD, 4);
+	return recon_compare_apply_narrow(cmp, p, side, h,
+					  (const char *)at + SROW_HEAD + srow_middle(sr->op),
+					  sr->key_len, &n);
+}
+
 /* Rows of a block read ahead: their offsets and hashes, to prefetch their table slots. */
 #define BLOCK_ROWS_MAX (BLOCK_DATA / SROW_HEAD + 1) /* a row: its header at least */
 #define PF	       8			    /* rows ahead whose slot is prefetched */
@@ -368,6 +397,10 @@ static void apply_stream(struct recon_compare *cmp, struct part *p, int side, un
 			if (i + PF < n)
 				__builtin_prefetch(
 				    pt_at(&p->keys, pt_home(&p->keys, (uint32_t)hs[i + PF])));
+			struct srow sr;
+			memcpy(&sr, d + off[i], SROW_HEAD);
+			if (narrow_first(cmp, p, side, hs[i], d + off[i], &sr))
+				continue;
 			(void)unstage(cmp, d + off[i], &row, &op, &fp);
 			if (op == OP_REJECT)
 				recon_compare_reject_key(cmp, p, side, &row, hs[i]);

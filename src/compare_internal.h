@@ -286,6 +286,28 @@ static inline uint64_t id_fingerprint(const struct recon_row *row, uint64_t kh)
  */
 void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
 			     const struct recon_row *row, int iddup);
+
+/* A staged row's narrow fields (compare_feed.c), in the form a narrow record keeps them. */
+struct recon_narrow {
+	int32_t amount;
+	int32_t time; /* ms from cmp->tbase */
+	uint32_t line;
+	uint16_t cur; /* cur_pack(), not 0 */
+	uint8_t status, entry, flags;
+	bool fp_set; /* a speculated entry: fp32 is its fingerprint */
+	uint32_t fp32;
+};
+
+/*
+ * The build's common rows straight from their narrow form: a local row
+ * reaching a record that has none, a statement entry with an entry id (seen
+ * first, or speculated) that is its key's first. Equals applying the row with
+ * recon_compare_apply_row() (or _apply_up_spec() for a speculated entry).
+ * false, having changed nothing but maybe created the key's empty record, for
+ * any other row: the caller applies it in full.
+ */
+bool recon_compare_apply_narrow(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
+				const char *key, size_t len, const struct recon_narrow *n);
 /* Marks the key of a rejected row of `side` in partition p. */
 void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int side,
 			      const struct recon_row *row, uint64_t h);

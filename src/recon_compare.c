@@ -1077,6 +1077,38 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 	fold_up(r->u.ext, row, iddup < 0 ? ident_seen(cmp, p, r->u.ext, row) : iddup == 1);
 }
 
+bool recon_compare_apply_narrow(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
+				const char *key, size_t len, const struct recon_narrow *n)
+{
+	struct krec *r = get_rec(cmp, p, key, len, h);
+
+	if (side == RECON_SIDE_LOCAL) {
+		/* apply_row's narrow local branch (a narrow staged row fits a narrow record) */
+		if (r->fl & (F_EXT | F_LOC))
+			return false;
+		r->fl |= F_LOC | (n->flags & RECON_ROW_LOOKED_UP ? F_LOC_LOOK : 0);
+		r->u.n.loc_amount = n->amount;
+		r->loc_time = n->time;
+		r->loc_line = n->line;
+		r->loc_status = n->status;
+		r->loc_cur = n->cur;
+		return true;
+	}
+	/* apply_row's narrow upstream branch with iddup 0, and apply_up_spec's first entry */
+	if ((r->fl & (F_EXT | F_UP)) || n->status >= 8 || n->entry >= 8)
+		return false;
+	r->fl |= F_UP | (n->flags & RECON_ROW_LOOKED_UP ? F_UP_LOOKED : 0) | F_UP_ID;
+	r->u.n.up_amount = n->amount;
+	r->up_time = n->time;
+	r->up_line = n->line;
+	r->up_kind =
+	    (uint8_t)(n->status | n->entry << 3 | (n->flags & RECON_ROW_HAS_STATUS ? 0x40 : 0));
+	r->up_cur = n->cur;
+	if (n->fp_set)
+		r->u.n.loc_amount = (int64_t)n->fp32; /* the stash: no local row comes before */
+	return true;
+}
+
 void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int side,
 			      const struct recon_row *row, uint64_t h)
 {
