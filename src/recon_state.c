@@ -399,7 +399,8 @@ static int migrate(struct recon_state *st, int version, struct recon_err *err)
  * the frames stay in the WAL for the next one, and closing the store
  * checkpoints what is left, as before.
  */
-#define CKPT_PAGES 256 /* WAL pages (16 MB at 64 KiB) that wake the checkpointer */
+#define CKPT_PAGES 256  /* WAL pages (16 MB at 64 KiB) more that wake the checkpointer */
+#define CKPT_CAP   4096 /* WAL pages (256 MB) past which the writer checkpoints too */
 
 struct state_ckpt {
 	pthread_t th;
@@ -407,6 +408,7 @@ struct state_ckpt {
 	pthread_cond_t cv;
 	bool want, stop;
 	char *path;
+	int signalled; /* the WAL's pages when the checkpointer was last woken (writer's) */
 };
 
 static void *ckpt_thread(void *arg)
@@ -444,9 +446,23 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	struct recon_state *st = arg;
 	struct state_ckpt *c = st->ckpt;
 
-	(void)db;
 	(void)name;
-	if (pages < CKPT_PAGES)
+	if (c && pages < c->signalled)
+		c->signalled = 0; /* the WAL started over */
+	if (pages >= CKPT_CAP) {
+		/*
+		 * The checkpointer chases a WAL that grows with every commit: it
+		 * never catches up with the end, so the WAL never starts over.
+		 * Past the cap the writer checkpoints what is left (most of it
+		 * is already copied back), and the WAL restarts with its next
+		 * transaction: bounded, if four times what SQLite's own
+		 * checkpoint lets it reach (a 10M-row day's run writes ~2,100
+		 * pages). Busy (the checkpointer is at it): the next commit.
+		 */
+		(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		return SQLITE_OK;
+	}
+	if (pages < CKPT_PAGES || (c && pages < c->signalled + CKPT_PAGES))
 		return SQLITE_OK;
 	if (!c) {
 		c = recon_xcalloc(1, sizeof(*c));
@@ -463,6 +479,7 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 		}
 		st->ckpt = c;
 	}
+	c->signalled = pages;
 	pthread_mutex_lock(&c->mu);
 	c->want = true;
 	pthread_cond_signal(&c->cv);
