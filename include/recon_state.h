@@ -38,6 +38,12 @@ struct recon_state;
 RECON_MUSTCHECK int recon_state_open(struct recon_state **out, const char *path, bool writable,
 				     struct recon_err *err);
 void recon_state_close(struct recon_state *st);
+/*
+ * The run wrote its last for now: the WAL goes back into the database on the
+ * checkpointer's thread (when a run woke it) while the caller frees and
+ * prints, so that closing the store has little left to copy.
+ */
+void recon_state_checkpoint_soon(struct recon_state *st);
 
 /*
  * Takes the job's run lock: an exclusive flock(2) on "<state path>.<job>.lock",

@@ -1117,6 +1117,7 @@ static void run_advance(struct run *r)
 /* Frees what the phases left; returns the run's result (recon_run_window). */
 static int run_release(struct run *r)
 {
+	recon_state_checkpoint_soon(r->st); /* beside the frees below */
 	phase_mark(&r->ph, "finish");
 	phase_log(&r->ph);
 	if (r->rj.done)

@@ -487,6 +487,18 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	return SQLITE_OK;
 }
 
+void recon_state_checkpoint_soon(struct recon_state *st)
+{
+	struct state_ckpt *c = st ? st->ckpt : NULL;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->want = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void ckpt_stop(struct recon_state *st)
 {
 	struct state_ckpt *c = st->ckpt;
