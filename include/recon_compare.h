@@ -208,10 +208,12 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f);
  * While a feeder that ended waits for the other (in recon_compare_feeder_free),
  * it calls fn(arg, side) between the memory it faults in ahead for the
  * other: work of the other side's that fn may take (side: the waiting
- * feeder's); fn returns true when it did some. Before the feeders are
- * created.
+ * feeder's). fn returns 1 when it did some, 0 when there is none yet (it is
+ * asked again within a millisecond), -1 when there will be none (it is not
+ * asked again). Before the feeders are created, or once both ended; NULL:
+ * no hook.
  */
-void recon_compare_on_wait(struct recon_compare *cmp, bool (*fn)(void *arg, int side), void *arg);
+void recon_compare_on_wait(struct recon_compare *cmp, int (*fn)(void *arg, int side), void *arg);
 
 /*
  * Keys that need a lookup on `side` before they can be asserted:

@@ -161,7 +161,7 @@ struct recon_compare {
 	size_t slab_max; /* bytes of the biggest slab (recon_compare_reserve) */
 	void *spare; /* a slab of slab_max bytes faulted in ahead (recon_compare_prefault), under mu
 		      */
-	bool (*on_wait)(void *arg, int side); /* recon_compare_on_wait */
+	int (*on_wait)(void *arg, int side); /* recon_compare_on_wait */
 	void *on_wait_arg;
 	size_t *slab_len;
 	size_t nslabs, aslabs;

@@ -322,7 +322,7 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 	return b;
 }
 
-void recon_compare_on_wait(struct recon_compare *cmp, bool (*fn)(void *arg, int side), void *arg)
+void recon_compare_on_wait(struct recon_compare *cmp, int (*fn)(void *arg, int side), void *arg)
 {
 	cmp->on_wait = fn;
 	cmp->on_wait_arg = arg;
@@ -331,21 +331,24 @@ void recon_compare_on_wait(struct recon_compare *cmp, bool (*fn)(void *arg, int 
 void recon_compare_prefault(struct recon_compare *cmp, int side,
 			    bool (*more)(struct recon_compare *cmp))
 {
+	bool ask = cmp->on_wait != NULL;
+
 	pthread_mutex_lock(&cmp->mu);
 	while (more(cmp)) {
-		if (cmp->on_wait) {
+		if (ask) {
 			pthread_mutex_unlock(&cmp->mu);
-			bool did = cmp->on_wait(cmp->on_wait_arg, side);
+			int did = cmp->on_wait(cmp->on_wait_arg, side);
 			pthread_mutex_lock(&cmp->mu);
-			if (did)
+			if (did > 0)
 				continue;
+			ask = did == 0;
 		}
 		if (cmp->spare) {
-			if (cmp->on_wait) {
+			if (ask) {
 				/* woken by the other side's slab taken or its end; else a look
-				   at its work again in a millisecond */
+				   at its work again in a millisecond (cv: CLOCK_MONOTONIC) */
 				struct timespec t;
-				clock_gettime(CLOCK_REALTIME, &t);
+				clock_gettime(CLOCK_MONOTONIC, &t);
 				t.tv_nsec += 1000 * 1000;
 				if (t.tv_nsec >= 1000 * 1000 * 1000) {
 					t.tv_sec++;
@@ -607,7 +610,14 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	atomic_init(&cmp->next_part, 0);
 	cmp->slab_max = SLAB_MAX_LEAST;
 	pthread_mutex_init(&cmp->mu, NULL);
-	pthread_cond_init(&cmp->cv, NULL);
+	{
+		/* its timed waits (recon_compare_prefault) on the monotonic clock */
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&cmp->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	return cmp;
 }
 

@@ -110,6 +110,7 @@ struct reader {
 	bool progress;
 	/* the lane hashing its input (a plain file), once open: the other thread may help */
 	_Atomic(struct recon_sha_lane *) lane;
+	atomic_int lane_state; /* 0 not open yet, 1 lane set, 2 none (a database, a .zip, ...) */
 };
 
 static void reader_init(struct reader *rd, const struct recon_window *win,
@@ -124,6 +125,7 @@ static void reader_init(struct reader *rd, const struct recon_window *win,
 	rd->stop = stop;
 	atomic_init(&rd->seen, 0);
 	atomic_init(&rd->lane, NULL);
+	atomic_init(&rd->lane_state, 0);
 	recon_arena_init(&rd->rejects.arena);
 	recon_arena_init(&rd->scratch);
 	recon_err_init(&rd->err);
@@ -309,9 +311,12 @@ static int read_side(struct reader *rd)
 	int rc;
 
 	if ((rc = recon_source_open(&rd->src, rd->side, rd->win, &rd->err)) == 0) {
-		atomic_store_explicit(&rd->lane, recon_source_csv_lane(rd->src),
-				      memory_order_release);
+		struct recon_sha_lane *l = recon_source_csv_lane(rd->src);
+		atomic_store_explicit(&rd->lane, l, memory_order_release);
+		atomic_store_explicit(&rd->lane_state, l ? 1 : 2, memory_order_release);
 		rc = drain(rd, false, NULL, 0, &rd->err);
+	} else {
+		atomic_store_explicit(&rd->lane_state, 2, memory_order_release);
 	}
 	rd->ms = monotonic_ms() - t0;
 	if (rc < 0 && rd->stop)
@@ -324,18 +329,20 @@ static int read_side(struct reader *rd)
 
 /*
  * recon_compare_on_wait: the side that ended first hashes the other's input
- * as it is read (the SHA-256 is a fifth of reading a file).
+ * as it is read (the SHA-256 is a fifth of reading a file). 1: it hashed
+ * some; 0: nothing queued yet; -1: the other side has no lane (a database,
+ * a .zip or .gz), nothing ever will be.
  */
-static bool help_other(void *arg, int side)
+static int help_other(void *arg, int side)
 {
-	struct reader *rds = arg;
-	struct recon_sha_lane *l =
-	    atomic_load_explicit(&rds[side == RECON_SIDE_UPSTREAM ? RECON_SIDE_LOCAL
-								  : RECON_SIDE_UPSTREAM]
-				      .lane,
-				 memory_order_acquire);
+	struct reader *o =
+	    &((struct reader *)arg)[side == RECON_SIDE_UPSTREAM ? RECON_SIDE_LOCAL
+							 : RECON_SIDE_UPSTREAM];
+	int state = atomic_load_explicit(&o->lane_state, memory_order_acquire);
 
-	return l && recon_sha_lane_help(l);
+	if (state != 1)
+		return state == 2 ? -1 : 0;
+	return recon_sha_lane_help(atomic_load_explicit(&o->lane, memory_order_acquire)) ? 1 : 0;
 }
 
 /* The upstream reader thread: waits at the gate until its feeder is set. */
@@ -425,6 +432,12 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 	}
 	pthread_mutex_destroy(&g.mu);
 	pthread_cond_destroy(&g.cv);
+	/* no feeder waits any more: nobody helps; the lanes go with their sources */
+	recon_compare_on_wait(up->cmp, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&rds[i].lane, NULL);
+		atomic_store(&rds[i].lane_state, 2);
+	}
 	if (up->rc < 0 || local->rc < 0) {
 		*err = up->rc < 0 ? up->err : local->err;
 		return up->rc < 0 ? up->rc : local->rc;
@@ -909,6 +922,8 @@ static int run_evaluate(struct run *r)
 	rj->local_name = local->name;
 	atomic_init(&rj->next, 0);
 	rj->done = recon_xcalloc(rj->nchunks ? rj->nchunks : 1, sizeof(*rj->done));
+	for (size_t c = 0; c < rj->nchunks; c++)
+		atomic_init(&rj->done[c], 0);
 	rj->json = r->json = recon_xcalloc(r->ndiffs ? r->ndiffs : 1, sizeof(*r->json));
 	rj->threaded = pthread_create(&rj->th, NULL, render_thread, rj) == 0;
 	r->pjson = render_lines(job, r->pend, r->npend, up->name, local->name);

@@ -409,19 +409,35 @@ struct state_ckpt {
 	bool want, stop;
 	char *path;
 	int signalled; /* the WAL's pages when the checkpointer was last woken (writer's) */
+	bool said;     /* a failed checkpoint was logged (checkpointer's) */
 };
+
+/*
+ * The checkpointer's connection: open, and its WAL opened by a first read (a
+ * connection that has read nothing checkpoints nothing, and says SQLITE_OK).
+ * NULL when it cannot be had now: tried again at the next wake-up.
+ */
+static sqlite3 *ckpt_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+		SQLITE_OK ||
+	    (sqlite3_busy_timeout(db, 1000),
+	     /* as the writer's: the WAL synced before a checkpoint, the database after */
+	     sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL)) != SQLITE_OK ||
+	    sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+}
 
 static void *ckpt_thread(void *arg)
 {
 	struct state_ckpt *c = arg;
 	sqlite3 *db = NULL;
 
-	if (sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_busy_timeout(db, 1000);
-		/* as the writer's: the WAL synced before a checkpoint, the database after */
-		sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-	}
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		while (!c->want && !c->stop)
@@ -430,9 +446,18 @@ static void *ckpt_thread(void *arg)
 			break;
 		c->want = false;
 		pthread_mutex_unlock(&c->mu);
-		if (db)
-			(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-							NULL);
+		if (!db)
+			db = ckpt_open(c->path);
+		if (db) {
+			int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+							   NULL);
+			if (rc != SQLITE_OK && rc != SQLITE_BUSY && !c->said) {
+				/* not fatal: the writer checkpoints past CKPT_CAP, the close the rest */
+				recon_log(RECON_LOG_DEBUG, "state store: checkpoint: %s",
+					  sqlite3_errmsg(db));
+				c->said = true;
+			}
+		}
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -464,6 +489,11 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	}
 	if (pages < CKPT_PAGES || (c && pages < c->signalled + CKPT_PAGES))
 		return SQLITE_OK;
+	if (!c && !sqlite3_threadsafe()) {
+		/* a library built without threads: SQLite's own checkpoint, in the commit */
+		sqlite3_wal_autocheckpoint(st->db, 1000);
+		return SQLITE_OK;
+	}
 	if (!c) {
 		c = recon_xcalloc(1, sizeof(*c));
 		pthread_mutex_init(&c->mu, NULL);

@@ -487,6 +487,8 @@ int recon_state_record_diffs(struct recon_state *st, const struct recon_record *
 		return rc;
 	for (size_t i = 0; i < rec->n && rc == 0; i++) {
 		const struct recon_diff *d = &rec->diffs[i];
+		/* lines still rendered are waited for (or rendered) inside the transaction: the
+		   write lock is held that much longer (0.35 s instead of 0.33 at 10M) */
 		if (rec->ready)
 			rec->ready(rec->ready_arg, i);
 		rc = recon_state_run(

@@ -913,7 +913,7 @@ static void test_state_checkpoints_beside_writes(void **state)
 		assert_int_equal(recon_state_batch_end(fx->st, &err), 0);
 	}
 	/* the checkpointer runs on its own: waited for (a bound, not a timing) */
-	for (int w = 0; w < 200 && (after = file_size(fx->path)) < before + (16 << 20); w++)
+	for (int w = 0; w < 1200 && (after = file_size(fx->path)) < before + (16 << 20); w++)
 		nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
 	assert_true(after >= before + (16 << 20));
 	assert_int_equal(q_int(fx->st, "SELECT count(*) FROM actions"), rows);
