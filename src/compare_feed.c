@@ -353,9 +353,8 @@ static inline bool narrow_first(struct recon_compare *cmp, struct part *p, int s
 	n.fp32 = 0;
 	if (n.fp_set)
 		memcpy(&n.fp32, at + SROW_HEAD, 4);
-	return recon_compare_apply_narrow(cmp, p, side, h,
-					  (const char *)at + SROW_HEAD + srow_middle(sr->op),
-					  sr->key_len, &n);
+	return recon_compare_apply_narrow(
+	    cmp, p, side, h, (const char *)at + SROW_HEAD + srow_middle(sr->op), sr->key_len, &n);
 }
 
 /* Rows of a block read ahead: their offsets and hashes, to prefetch their table slots. */

@@ -335,9 +335,9 @@ static int read_side(struct reader *rd)
  */
 static int help_other(void *arg, int side)
 {
+	struct reader *rds = arg;
 	struct reader *o =
-	    &((struct reader *)arg)[side == RECON_SIDE_UPSTREAM ? RECON_SIDE_LOCAL
-							 : RECON_SIDE_UPSTREAM];
+	    &rds[side == RECON_SIDE_UPSTREAM ? RECON_SIDE_LOCAL : RECON_SIDE_UPSTREAM];
 	int state = atomic_load_explicit(&o->lane_state, memory_order_acquire);
 
 	if (state != 1)
@@ -533,8 +533,8 @@ struct render {
 	char **json;
 	size_t n, nchunks;
 	const char *up_name, *local_name;
-	atomic_size_t next;   /* the next chunk to take */
-	atomic_uchar *done;   /* by chunk: its lines are there (release) */
+	atomic_size_t next; /* the next chunk to take */
+	atomic_uchar *done; /* by chunk: its lines are there (release) */
 	pthread_t th;
 	bool threaded, joined;
 };
@@ -546,9 +546,10 @@ static bool render_take(struct render *r)
 
 	if (c >= r->nchunks)
 		return false;
-	for (size_t i = c * RENDER_TAKE, e = i + RENDER_TAKE < r->n ? i + RENDER_TAKE : r->n;
-	     i < e; i++)
-		r->json[i] = recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
+	for (size_t i = c * RENDER_TAKE, e = i + RENDER_TAKE < r->n ? i + RENDER_TAKE : r->n; i < e;
+	     i++)
+		r->json[i] =
+		    recon_report_diff_json(r->job, &r->diffs[i], r->up_name, r->local_name);
 	atomic_store_explicit(&r->done[c], 1, memory_order_release);
 	return true;
 }
@@ -953,13 +954,16 @@ static int run_record(struct run *r)
 	r->rejects_stored = true;
 	if (rejects->n &&
 	    (rc = recon_state_add_rejects(r->st, sum->run_id, rejects->v, rejects->n, r->err)) < 0)
-		return render_join(&r->rj), r->rc = rc;
-	if ((int64_t)rejects->total > job->max_rejects)
-		return render_join(&r->rj), r->rc = recon_err_set(r->err, RECON_EINPUT, NULL,
-					     "%llu row%s rejected (max_rejects %lld); first: %s",
-					     (unsigned long long)rejects->total,
-					     rejects->total == 1 ? "" : "s",
-					     (long long)job->max_rejects, rejects->first);
+		r->rc = rc;
+	else if ((int64_t)rejects->total > job->max_rejects)
+		r->rc = recon_err_set(
+		    r->err, RECON_EINPUT, NULL, "%llu row%s rejected (max_rejects %lld); first: %s",
+		    (unsigned long long)rejects->total, rejects->total == 1 ? "" : "s",
+		    (long long)job->max_rejects, rejects->first);
+	if (r->rc < 0) {
+		render_join(&r->rj); /* the lines the second thread is rendering */
+		return r->rc;
+	}
 	r->rec = (struct recon_record){
 	    .job = job->name,
 	    .mode = recon_mode_name(ctx->mode),
@@ -984,9 +988,8 @@ static int run_record(struct run *r)
 	/* every line is there from here on: the actions read them */
 	render_join(&r->rj);
 	r->rec.ready = NULL;
-	if (rc < 0 ||
-	    (!ctx->dry_run && (rc = recon_state_ledger_save(r->st, &r->rec, r->contribs.v,
-							    r->contribs.n, r->err)) < 0))
+	if (rc < 0 || (!ctx->dry_run && (rc = recon_state_ledger_save(r->st, &r->rec, r->contribs.v,
+								      r->contribs.n, r->err)) < 0))
 		return r->rc = rc;
 	sum->resolved = ic.resolved;
 	sum->superseded = ic.superseded;

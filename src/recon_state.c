@@ -399,7 +399,7 @@ static int migrate(struct recon_state *st, int version, struct recon_err *err)
  * the frames stay in the WAL for the next one, and closing the store
  * checkpoints what is left, as before.
  */
-#define CKPT_PAGES 256  /* WAL pages (16 MB at 64 KiB) more that wake the checkpointer */
+#define CKPT_PAGES 256	/* WAL pages (16 MB at 64 KiB) more that wake the checkpointer */
 #define CKPT_CAP   4096 /* WAL pages (256 MB) past which the writer checkpoints too */
 
 struct state_ckpt {
@@ -426,7 +426,8 @@ static sqlite3 *ckpt_open(const char *path)
 	    (sqlite3_busy_timeout(db, 1000),
 	     /* as the writer's: the WAL synced before a checkpoint, the database after */
 	     sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL)) != SQLITE_OK ||
-	    sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL) != SQLITE_OK) {
+	    sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL) !=
+		SQLITE_OK) {
 		sqlite3_close(db);
 		return NULL;
 	}
@@ -449,10 +450,11 @@ static void *ckpt_thread(void *arg)
 		if (!db)
 			db = ckpt_open(c->path);
 		if (db) {
-			int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-							   NULL);
+			int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+							   NULL, NULL);
 			if (rc != SQLITE_OK && rc != SQLITE_BUSY && !c->said) {
-				/* not fatal: the writer checkpoints past CKPT_CAP, the close the rest */
+				/* not fatal: the writer checkpoints past CKPT_CAP, the close the
+				 * rest */
 				recon_log(RECON_LOG_DEBUG, "state store: checkpoint: %s",
 					  sqlite3_errmsg(db));
 				c->said = true;
