@@ -594,6 +594,29 @@ class Failure(Exception):
     pass
 
 
+# One recon run of a history takes well under a second (seconds under the sanitizers).
+RUN_TIMEOUT = 120
+
+
+def threads_of(pid):
+    """Each thread of a process: its name, kernel wait channel and system call (Linux /proc)."""
+    lines = []
+    try:
+        for tid in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+            d = "/proc/%d/task/%s/" % (pid, tid)
+            got = []
+            for f in ("comm", "wchan", "syscall"):
+                try:
+                    with open(d + f) as fh:
+                        got.append(fh.read().strip())
+                except OSError:
+                    got.append("?")
+            lines.append("  thread %s %s: waits in %s, syscall %s" % (tid, got[0], got[1], got[2]))
+    except OSError as e:
+        lines.append("  (threads unreadable: %s)" % e)
+    return "\n".join(lines)
+
+
 def observe(wd):
     items, tickets = {}, {}
     if not os.path.exists(os.path.join(wd, "state", "recon.db")):
@@ -711,11 +734,20 @@ class Runner:
 
     def recon_cmd(self, args, now):
         env = dict(os.environ, RECON_NOW=recon_now(now), TZ="UTC")
-        p = subprocess.run([self.recon] + args + ["--job", os.path.join(self.wd, "job.json"),
-                                                  "--quiet"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        cmd = [self.recon] + args + ["--job", os.path.join(self.wd, "job.json"), "--quiet"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                text=True)
+        try:
+            out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # a run that never ends: where each of its threads waits, then the failure
+            where = threads_of(proc.pid)
+            proc.kill()
+            proc.communicate()
+            raise Failure("recon did not finish in %d s (RECON_NOW=%s): %s\n%s"
+                          % (RUN_TIMEOUT, env["RECON_NOW"], " ".join(cmd), where))
         self.nruns += 1
-        return p
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
     def check(self, what, now):
         if not os.path.exists(os.path.join(self.wd, "state", "recon.db")):
