@@ -467,6 +467,42 @@ static void *ckpt_thread(void *arg)
 	return NULL;
 }
 
+/* Wakes the checkpointer: for a checkpoint, or (stop) to end. */
+static void ckpt_wake(struct state_ckpt *c, bool stop)
+{
+	pthread_mutex_lock(&c->mu);
+	if (stop)
+		c->stop = true;
+	else
+		c->want = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/*
+ * The checkpointer's thread, started; NULL when none can run (a library
+ * built without threads, or no thread to be had): SQLite's own checkpoint,
+ * in the commit, from then on.
+ */
+static struct state_ckpt *ckpt_start(struct recon_state *st)
+{
+	struct state_ckpt *c;
+
+	if (sqlite3_threadsafe()) {
+		c = recon_xcalloc(1, sizeof(*c));
+		pthread_mutex_init(&c->mu, NULL);
+		pthread_cond_init(&c->cv, NULL);
+		c->path = st->path;
+		if (pthread_create(&c->th, NULL, ckpt_thread, c) == 0)
+			return st->ckpt = c;
+		pthread_mutex_destroy(&c->mu);
+		pthread_cond_destroy(&c->cv);
+		free(c);
+	}
+	sqlite3_wal_autocheckpoint(st->db, 1000);
+	return NULL;
+}
+
 /* sqlite3_wal_hook: after each commit, the WAL's length in pages. */
 static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
@@ -491,44 +527,17 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	}
 	if (pages < CKPT_PAGES || (c && pages < c->signalled + CKPT_PAGES))
 		return SQLITE_OK;
-	if (!c && !sqlite3_threadsafe()) {
-		/* a library built without threads: SQLite's own checkpoint, in the commit */
-		sqlite3_wal_autocheckpoint(st->db, 1000);
+	if (!c && !(c = ckpt_start(st)))
 		return SQLITE_OK;
-	}
-	if (!c) {
-		c = recon_xcalloc(1, sizeof(*c));
-		pthread_mutex_init(&c->mu, NULL);
-		pthread_cond_init(&c->cv, NULL);
-		c->path = st->path;
-		if (pthread_create(&c->th, NULL, ckpt_thread, c) != 0) {
-			/* no thread: SQLite's own checkpoint, in the commit, as before */
-			pthread_mutex_destroy(&c->mu);
-			pthread_cond_destroy(&c->cv);
-			free(c);
-			sqlite3_wal_autocheckpoint(st->db, 1000);
-			return SQLITE_OK;
-		}
-		st->ckpt = c;
-	}
 	c->signalled = pages;
-	pthread_mutex_lock(&c->mu);
-	c->want = true;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	ckpt_wake(c, false);
 	return SQLITE_OK;
 }
 
 void recon_state_checkpoint_soon(struct recon_state *st)
 {
-	struct state_ckpt *c = st ? st->ckpt : NULL;
-
-	if (!c)
-		return;
-	pthread_mutex_lock(&c->mu);
-	c->want = true;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	if (st && st->ckpt)
+		ckpt_wake(st->ckpt, false);
 }
 
 static void ckpt_stop(struct recon_state *st)
@@ -537,10 +546,7 @@ static void ckpt_stop(struct recon_state *st)
 
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->mu);
-	c->stop = true;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	ckpt_wake(c, true);
 	pthread_join(c->th, NULL);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
