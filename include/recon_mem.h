@@ -34,15 +34,34 @@ void recon_mem_free_secret(char *s);
 /* Grows *p (holding *alloc elements of `size` bytes) so it holds at least `need`. */
 void recon_grow(void **p, size_t *alloc, size_t need, size_t size);
 
+/*
+ * Asks the system to back p[0..n) with huge pages where it allows them (the
+ * 2 MiB aligned part; Linux's MADV_HUGEPAGE, else nothing): one fault and one
+ * zeroing per 2 MiB instead of 512, for big buffers written once, front to
+ * back. p stays malloc()'s: free() frees it.
+ */
+void recon_mem_advise_huge(void *p, size_t n);
+
+/* recon_grow(), the array advised as recon_mem_advise_huge() once it is big. */
+void recon_grow_huge(void **p, size_t *alloc, size_t need, size_t size);
+
 struct recon_arena_block;
 struct recon_arena {
 	struct recon_arena_block *head;
 	char *cur;    /* next free byte in head */
 	char *end;    /* end of head */
 	size_t total; /* bytes obtained from the system */
+	int huge;     /* recon_arena_init_huge() */
 };
 
 void recon_arena_init(struct recon_arena *a);
+
+/*
+ * An arena whose blocks are at least 4 MiB, 2 MiB aligned and advised as
+ * recon_mem_advise_huge(): for one that takes tens of megabytes at once.
+ * recon_arena_release() keeps it so.
+ */
+void recon_arena_init_huge(struct recon_arena *a);
 /* Frees every block; the arena can be used again afterwards. NULL-safe. */
 void recon_arena_release(struct recon_arena *a);
 /*

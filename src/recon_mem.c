@@ -1,3 +1,6 @@
+/* madvise(MADV_HUGEPAGE) is Linux's, beyond POSIX: asked for, used when present */
+#define _DEFAULT_SOURCE
+
 #include "recon_mem.h"
 
 #include <stddef.h>
@@ -5,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE ((size_t)2 << 20)
 
 static void die_oom(size_t n)
 {
@@ -102,6 +108,46 @@ void recon_grow(void **p, size_t *alloc, size_t need, size_t size)
 	*alloc = n;
 }
 
+void recon_mem_advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+	const uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(HUGE_PAGE - 1);
+
+	if (p && e > a)
+		(void)madvise((void *)a, e - a,
+			      MADV_HUGEPAGE); /* advice: a refusal changes nothing */
+#else
+	(void)p;
+	(void)n;
+#endif
+}
+
+void recon_grow_huge(void **p, size_t *alloc, size_t need, size_t size)
+{
+	size_t n, bytes;
+	void *q;
+
+	if (need <= *alloc)
+		return;
+	n = *alloc ? *alloc : 16;
+	while (n < need)
+		n = recon_st_mult(n, 2);
+	bytes = recon_st_mult(n, size);
+	if (bytes < 2 * HUGE_PAGE) {
+		*p = recon_xrealloc(*p, bytes);
+	} else {
+		/* advised before the copy touches it (realloc would copy first) */
+		q = recon_xmalloc(bytes);
+		recon_mem_advise_huge(q, bytes);
+		if (*alloc)
+			memcpy(q, *p, *alloc * size);
+		free(*p);
+		*p = q;
+	}
+	*alloc = n;
+}
+
 /* Arena: a list of blocks, each at least 1 MiB, newest first. */
 struct recon_arena_block {
 	struct recon_arena_block *next;
@@ -116,6 +162,27 @@ void recon_arena_init(struct recon_arena *a)
 	a->head = NULL;
 	a->cur = a->end = NULL;
 	a->total = 0;
+	a->huge = 0;
+}
+
+void recon_arena_init_huge(struct recon_arena *a)
+{
+	recon_arena_init(a);
+	a->huge = 1;
+}
+
+/* A block of `size` bytes of data. */
+static struct recon_arena_block *arena_block(const struct recon_arena *a, size_t size)
+{
+	const size_t n = recon_st_add(sizeof(struct recon_arena_block), size);
+	void *b = NULL;
+
+	if (!a->huge)
+		return recon_xmalloc(n);
+	if (posix_memalign(&b, HUGE_PAGE, n))
+		return recon_xmalloc(n); /* aborts on out-of-memory */
+	recon_mem_advise_huge(b, n);
+	return b;
 }
 
 void recon_arena_release(struct recon_arena *a)
@@ -124,11 +191,14 @@ void recon_arena_release(struct recon_arena *a)
 
 	if (!a)
 		return;
+	const int huge = a->huge;
+
 	for (b = a->head; b; b = next) {
 		next = b->next;
 		free(b);
 	}
 	recon_arena_init(a);
+	a->huge = huge;
 }
 
 void recon_arena_reset(struct recon_arena *a)
@@ -156,11 +226,13 @@ void *recon_arena_alloc(struct recon_arena *a, size_t n)
 	if (!need)
 		need = align;
 	if ((size_t)(a->end - a->cur) < need || !a->cur) {
-		size_t bsize = need > ARENA_BLOCK ? need : ARENA_BLOCK;
+		const size_t min =
+		    a->huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
+		size_t bsize = need > min ? need : min;
 		/* grow block size with the arena so big windows use few blocks */
 		if (a->total / 4 > bsize)
 			bsize = a->total / 4 > need ? a->total / 4 : need;
-		struct recon_arena_block *b = recon_xmalloc(recon_st_add(sizeof(*b), bsize));
+		struct recon_arena_block *b = arena_block(a, bsize);
 		b->next = a->head;
 		b->size = bsize;
 		a->head = b;
