@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "recon_buf.h"
 #include "recon_compare.h"
 #include "recon_err.h"
 #include "recon_job.h"
@@ -30,6 +31,11 @@ int recon_report_format_from_name(const char *name);
  */
 char *recon_report_diff_json(const struct recon_job *job, const struct recon_diff *d,
 			     const char *up_name, const char *local_name);
+
+/* The same line, in b (reset first): a buffer reused for many lines. */
+void recon_report_diff_json_buf(struct recon_buf *b, const struct recon_job *job,
+				const struct recon_diff *d, const char *up_name,
+				const char *local_name);
 
 /*
  * Prints stored JSON lines in `fmt` to out (cmd_*.c pass stdout). A line

@@ -191,25 +191,34 @@ static void add_side(struct recon_buf *b, const struct recon_side_view *v, const
 	recon_buf_addc(b, '}');
 }
 
-char *recon_report_diff_json(const struct recon_job *job, const struct recon_diff *d,
-			     const char *up_name, const char *local_name)
+void recon_report_diff_json_buf(struct recon_buf *b, const struct recon_job *job,
+				const struct recon_diff *d, const char *up_name,
+				const char *local_name)
 {
 	char key[RECON_KEY_PARTS_MAX * 1025 + 8];
-	struct recon_buf b;
 
 	(void)job;
 	recon_key_display(d->key, d->key_len, key, sizeof(key));
+	recon_buf_reset(b);
+	recon_buf_grow(b, 400);
+	recon_buf_adds(b, "{\"key\":");
+	add_str(b, key, strlen(key));
+	recon_buf_adds(b, ",\"class\":\"");
+	recon_buf_adds(b, recon_class_name(d->klass));
+	recon_buf_adds(b, "\",\"upstream\":");
+	add_side(b, &d->up, up_name, key, true);
+	recon_buf_adds(b, ",\"local\":");
+	add_side(b, &d->local, local_name, key, false);
+	recon_buf_addc(b, '}');
+}
+
+char *recon_report_diff_json(const struct recon_job *job, const struct recon_diff *d,
+			     const char *up_name, const char *local_name)
+{
+	struct recon_buf b;
+
 	recon_buf_init(&b);
-	recon_buf_grow(&b, 400);
-	recon_buf_adds(&b, "{\"key\":");
-	add_str(&b, key, strlen(key));
-	recon_buf_adds(&b, ",\"class\":\"");
-	recon_buf_adds(&b, recon_class_name(d->klass));
-	recon_buf_adds(&b, "\",\"upstream\":");
-	add_side(&b, &d->up, up_name, key, true);
-	recon_buf_adds(&b, ",\"local\":");
-	add_side(&b, &d->local, local_name, key, false);
-	recon_buf_addc(&b, '}');
+	recon_report_diff_json_buf(&b, job, d, up_name, local_name);
 	return recon_buf_detach(&b);
 }
 
