@@ -1681,10 +1681,17 @@ static int diff_cmp(const void *a, const void *b)
 	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
+static int diff_ptr_cmp(const void *a, const void *b)
+{
+	return diff_cmp(*(const struct recon_diff *const *)a, *(const struct recon_diff *const *)b);
+}
+
 /*
  * One classifying thread's share: the record chunks it took (both stores'
  * chunks, numbered one after the other, taken CLASSIFY_TAKE at a time from
- * *next), its counts, differences and pending items (in key order once it is done).
+ * *next), its counts, differences and pending items, and each list's order by
+ * key once it is done (pointers sorted: the lists are copied once, merged).
+ * The lists grow in huge pages (tens of megabytes at 10M rows).
  */
 #define CLASSIFY_TAKE 4
 struct classified {
@@ -1694,6 +1701,7 @@ struct classified {
 	struct recon_compare_counts counts;
 	struct recon_diff *diffs, *pending;
 	size_t n, alloc, npending, apending;
+	const struct recon_diff **sorted, **psorted;
 };
 
 /* Both sides' views of an evaluated key, as a difference shows them. */
@@ -1795,19 +1803,31 @@ static void classify_chunk(struct classified *out, int pi, size_t chunk)
 		}
 		struct recon_diff *d;
 		if (r->klass > RECON_CLASS_MATCHED) {
-			recon_grow((void **)&out->pending, &out->apending, out->npending + 1,
-				   sizeof(*out->pending));
+			recon_grow_huge((void **)&out->pending, &out->apending, out->npending + 1,
+					sizeof(*out->pending));
 			d = &out->pending[out->npending++];
 		} else {
 			c->classes[r->klass]++;
-			recon_grow((void **)&out->diffs, &out->alloc, out->n + 1,
-				   sizeof(*out->diffs));
+			recon_grow_huge((void **)&out->diffs, &out->alloc, out->n + 1,
+					sizeof(*out->diffs));
 			d = &out->diffs[out->n++];
 		}
 		fill_diff(d, r, k, &v);
 		d->key = recon_arena_strndup(out->keys, r->key, r->key_len);
 		d->due = due;
 	});
+}
+
+/* Pointers to the n differences of v, in key order. */
+static const struct recon_diff **sort_list(const struct recon_diff *v, size_t n)
+{
+	const struct recon_diff **p = recon_xmalloc(recon_st_mult(n ? n : 1, sizeof(*p)));
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = &v[i];
+	if (n)
+		qsort(p, n, sizeof(*p), diff_ptr_cmp);
+	return p;
 }
 
 /* Takes chunks until none is left: the two writers' stores need not be the same size. */
@@ -1824,10 +1844,8 @@ static void classify_share(struct classified *out)
 			classify_chunk(out, g < n0 ? 0 : 1, g < n0 ? g : g - n0);
 	}
 	/* each thread sorts its own lists: recon_compare_classify merges them */
-	if (out->n)
-		qsort(out->diffs, out->n, sizeof(*out->diffs), diff_cmp);
-	if (out->npending)
-		qsort(out->pending, out->npending, sizeof(*out->pending), diff_cmp);
+	out->sorted = sort_list(out->diffs, out->n);
+	out->psorted = sort_list(out->pending, out->npending);
 }
 
 static void *classify_share_thread(void *arg)
@@ -1836,19 +1854,25 @@ static void *classify_share_thread(void *arg)
 	return NULL;
 }
 
-/* Merges the two threads' lists, each in key order (a key is in one list only), into one. */
-static struct recon_diff *merge_lists(struct recon_diff *const *lists, const size_t *ns, size_t *n)
+/*
+ * Merges the two threads' lists, each given in key order by its pointers (a
+ * key is in one list only), into one.
+ */
+static struct recon_diff *merge_lists(const struct recon_diff *const *const *lists,
+				      const size_t *ns, size_t *n)
 {
 	const size_t total = ns[0] + ns[1];
-	struct recon_diff *all = recon_xmalloc(recon_st_mult(total ? total : 1, sizeof(*all)));
+	const size_t bytes = recon_st_mult(total ? total : 1, sizeof(struct recon_diff));
+	struct recon_diff *all = recon_xmalloc(bytes);
 	size_t i = 0, j = 0, o = 0;
 
+	recon_mem_advise_huge(all, bytes);
 	while (i < ns[0] && j < ns[1])
-		all[o++] = diff_cmp(&lists[0][i], &lists[1][j]) < 0 ? lists[0][i++] : lists[1][j++];
-	if (i < ns[0])
-		memcpy(all + o, lists[0] + i, (ns[0] - i) * sizeof(*all));
-	if (j < ns[1])
-		memcpy(all + o, lists[1] + j, (ns[1] - j) * sizeof(*all));
+		all[o++] = diff_cmp(lists[0][i], lists[1][j]) < 0 ? *lists[0][i++] : *lists[1][j++];
+	while (i < ns[0])
+		all[o++] = *lists[0][i++];
+	while (j < ns[1])
+		all[o++] = *lists[1][j++];
 	*n = total;
 	return all;
 }
@@ -1861,7 +1885,7 @@ static struct recon_diff *merge_lists(struct recon_diff *const *lists, const siz
 void recon_compare_classify(struct recon_compare *cmp)
 {
 	struct classified part[2]; /* this thread's share, the other's */
-	struct recon_diff *lists[2];
+	const struct recon_diff *const *lists[2];
 	size_t ns[2];
 	atomic_size_t next;
 	pthread_t th;
@@ -1898,18 +1922,21 @@ void recon_compare_classify(struct recon_compare *cmp)
 			cmp->counts.classes[k] += c->classes[k];
 	}
 	for (int i = 0; i < 2; i++) {
-		lists[i] = part[i].diffs;
+		lists[i] = part[i].sorted;
 		ns[i] = part[i].n;
 	}
 	cmp->diffs = merge_lists(lists, ns, &cmp->ndiffs);
 	for (int i = 0; i < 2; i++) {
-		free(part[i].diffs);
-		lists[i] = part[i].pending;
+		lists[i] = part[i].psorted;
 		ns[i] = part[i].npending;
 	}
 	cmp->pending = merge_lists(lists, ns, &cmp->npending);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
+		free(part[i].sorted);
+		free(part[i].psorted);
+		free(part[i].diffs);
 		free(part[i].pending);
+	}
 }
 
 const struct recon_compare_counts *recon_compare_counts(const struct recon_compare *cmp)
