@@ -57,9 +57,9 @@ struct recon_arena {
 void recon_arena_init(struct recon_arena *a);
 
 /*
- * An arena whose blocks are at least 4 MiB, 2 MiB aligned and advised as
- * recon_mem_advise_huge(): for one that takes tens of megabytes at once.
- * recon_arena_release() keeps it so.
+ * An arena whose blocks, from the second on, are at least 4 MiB, 2 MiB
+ * aligned and advised as recon_mem_advise_huge(): for one that may take tens
+ * of megabytes at once. recon_arena_release() keeps it so.
  */
 void recon_arena_init_huge(struct recon_arena *a);
 /* Frees every block; the arena can be used again afterwards. NULL-safe. */

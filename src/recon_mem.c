@@ -3,6 +3,7 @@
 
 #include "recon_mem.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -171,13 +172,13 @@ void recon_arena_init_huge(struct recon_arena *a)
 	a->huge = 1;
 }
 
-/* A block of `size` bytes of data. */
-static struct recon_arena_block *arena_block(const struct recon_arena *a, size_t size)
+/* A block of `size` bytes of data (huge: in huge pages). */
+static struct recon_arena_block *arena_block(bool huge, size_t size)
 {
 	const size_t n = recon_st_add(sizeof(struct recon_arena_block), size);
 	void *b = NULL;
 
-	if (!a->huge)
+	if (!huge)
 		return recon_xmalloc(n);
 	if (posix_memalign(&b, HUGE_PAGE, n))
 		return recon_xmalloc(n); /* aborts on out-of-memory */
@@ -226,13 +227,16 @@ void *recon_arena_alloc(struct recon_arena *a, size_t n)
 	if (!need)
 		need = align;
 	if ((size_t)(a->end - a->cur) < need || !a->cur) {
+		/* a huge arena's first block is an ordinary one: a small run faults in only
+		   the pages it uses, a big one has its huge blocks from the second on */
+		const bool huge = a->huge && a->total >= ARENA_BLOCK;
 		const size_t min =
-		    a->huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
+		    huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
 		size_t bsize = need > min ? need : min;
 		/* grow block size with the arena so big windows use few blocks */
 		if (a->total / 4 > bsize)
 			bsize = a->total / 4 > need ? a->total / 4 : need;
-		struct recon_arena_block *b = arena_block(a, bsize);
+		struct recon_arena_block *b = arena_block(huge, bsize);
 		b->next = a->head;
 		b->size = bsize;
 		a->head = b;
