@@ -30,6 +30,17 @@
 struct recon_state;
 
 /*
+ * Gives SQLite an allocator whose page-sized allocations come from memory in
+ * huge pages (src/state_mem.c); smaller ones stay SQLite's own. Turns SQLite's
+ * memory statistics off (sqlite3_memory_used() says 0). Called once, first
+ * thing in main(), before SQLite's first use: called later, it changes
+ * nothing.
+ */
+void recon_state_memory_setup(void);
+/* Bytes of huge-page memory the allocator above holds (0 while unused or not set up). */
+size_t recon_state_memory_pooled(void);
+
+/*
  * Opens the store at path. `writable`: create the file and its folder if
  * needed and migrate the schema; otherwise open read-only (RECON_ENOTFOUND
  * when the file does not exist; RECON_EIO when the schema is newer than this

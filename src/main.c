@@ -9,6 +9,7 @@
 #include "recon_cmd.h"
 #include "recon_job.h"
 #include "recon_log.h"
+#include "recon_state.h"
 
 static const char usage[] =
     "usage: recon <command> [options]\n"
@@ -113,6 +114,7 @@ int main(int argc, char **argv)
 	char help_opt[] = "--help";
 	char *help_argv[3] = {NULL, help_opt, NULL};
 
+	recon_state_memory_setup(); /* before SQLite's first use */
 	if (argc < 2) {
 		fputs(usage, stderr);
 		exit(64);
