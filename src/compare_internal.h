@@ -149,9 +149,10 @@ struct recon_compare {
 	bool upstream_is_statement;
 	int64_t tbase, tlo, thi;  /* narrow times: tbase + int32 */
 	struct recon_arena arena; /* recon_compare_arena(): the caller's */
-	/* the differences' keys, side by side (by classifying thread): rendered, sorted and
-	   recorded from there, not from records spread over the whole window */
-	struct recon_arena dkeys[2];
+	/* the differences' keys, side by side (by classifying thread), then copied in key
+	   order as the lists are merged (skeys): rendered, recorded and acted on from there,
+	   in order, not from records spread over the whole window */
+	struct recon_arena dkeys[2], skeys;
 	struct part *part;
 	size_t nparts;
 	struct store recs[NWRITERS];   /* records; writer w's references have top bit w */

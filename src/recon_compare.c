@@ -598,8 +598,9 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	cmp->tlo = cmp->tbase + INT32_MIN;
 	cmp->thi = cmp->tbase + INT32_MAX;
 	recon_arena_init(&cmp->arena);
-	recon_arena_init(&cmp->dkeys[0]);
-	recon_arena_init(&cmp->dkeys[1]);
+	recon_arena_init_huge(&cmp->dkeys[0]);
+	recon_arena_init_huge(&cmp->dkeys[1]);
+	recon_arena_init_huge(&cmp->skeys);
 	parts_init(cmp, PARTS_MIN);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_init(&cmp->recs[w], 3, BLOCK_BITS, 31, (uint32_t)w << 31, &cmp->pool[w]);
@@ -634,6 +635,7 @@ void recon_compare_free(struct recon_compare *cmp)
 	recon_arena_release(&cmp->arena);
 	recon_arena_release(&cmp->dkeys[0]);
 	recon_arena_release(&cmp->dkeys[1]);
+	recon_arena_release(&cmp->skeys);
 	parts_release(cmp);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_release(&cmp->recs[w]);
@@ -1854,12 +1856,21 @@ static void *classify_share_thread(void *arg)
 	return NULL;
 }
 
+/* Appends *d to all[*o], its key copied to keys (the merged list's keys, in its order). */
+static void merge_put(struct recon_diff *all, size_t *o, const struct recon_diff *d,
+		      struct recon_arena *keys)
+{
+	all[*o] = *d;
+	all[*o].key = recon_arena_strndup(keys, d->key, d->key_len);
+	++*o;
+}
+
 /*
  * Merges the two threads' lists, each given in key order by its pointers (a
- * key is in one list only), into one.
+ * key is in one list only), into one; its keys in keys.
  */
 static struct recon_diff *merge_lists(const struct recon_diff *const *const *lists,
-				      const size_t *ns, size_t *n)
+				      const size_t *ns, size_t *n, struct recon_arena *keys)
 {
 	const size_t total = ns[0] + ns[1];
 	const size_t bytes = recon_st_mult(total ? total : 1, sizeof(struct recon_diff));
@@ -1868,11 +1879,13 @@ static struct recon_diff *merge_lists(const struct recon_diff *const *const *lis
 
 	recon_mem_advise_huge(all, bytes);
 	while (i < ns[0] && j < ns[1])
-		all[o++] = diff_cmp(lists[0][i], lists[1][j]) < 0 ? *lists[0][i++] : *lists[1][j++];
+		merge_put(all, &o,
+			  diff_cmp(lists[0][i], lists[1][j]) < 0 ? lists[0][i++] : lists[1][j++],
+			  keys);
 	while (i < ns[0])
-		all[o++] = *lists[0][i++];
+		merge_put(all, &o, lists[0][i++], keys);
 	while (j < ns[1])
-		all[o++] = *lists[1][j++];
+		merge_put(all, &o, lists[1][j++], keys);
 	*n = total;
 	return all;
 }
@@ -1925,12 +1938,13 @@ void recon_compare_classify(struct recon_compare *cmp)
 		lists[i] = part[i].sorted;
 		ns[i] = part[i].n;
 	}
-	cmp->diffs = merge_lists(lists, ns, &cmp->ndiffs);
+	recon_arena_reset(&cmp->skeys);
+	cmp->diffs = merge_lists(lists, ns, &cmp->ndiffs, &cmp->skeys);
 	for (int i = 0; i < 2; i++) {
 		lists[i] = part[i].psorted;
 		ns[i] = part[i].npending;
 	}
-	cmp->pending = merge_lists(lists, ns, &cmp->npending);
+	cmp->pending = merge_lists(lists, ns, &cmp->npending, &cmp->skeys);
 	for (int i = 0; i < 2; i++) {
 		free(part[i].sorted);
 		free(part[i].psorted);
