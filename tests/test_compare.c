@@ -1133,7 +1133,7 @@ static void build_rows(struct trow **up, size_t *nup, struct trow **lo, size_t *
 	*nup = *nlo = 0;
 	for (size_t i = 0; i < nkeys; i++) {
 		uint64_t h = tmix(i);
-		int c = (int)(h % 20);
+		int c = (int)(h % 22);
 		char key[320];
 		int64_t t = DAY_START + (int64_t)(h >> 20) % (20 * HOUR),
 			amt = 100 + (int64_t)(h % 9999);
@@ -1262,6 +1262,19 @@ static void build_rows(struct trow **up, size_t *nup, struct trow **lo, size_t *
 			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
 			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
 			LO(RECON_ST_SUCCESS, amt, t);
+			break;
+		case 19: /* a second currency: staged narrow only in the side's usual one */
+			UP(RECON_ENTRY_PAYMENT, amt, t, id, 0, 0);
+			memcpy(r->cur, "USD", 4);
+			LO(RECON_ST_SUCCESS, amt, t);
+			memcpy(r->cur, "USD", 4);
+			break;
+		case 20: /* every flag bit a staged row packs, the highest status */
+			UP(RECON_ENTRY_PAYMENT, amt, t, "",
+			   RECON_ROW_HAS_STATUS | RECON_ROW_TIMED | RECON_ROW_LOOKED_UP,
+			   RECON_ST_PENDING);
+			LO(RECON_ST_PENDING, amt, t - 20 * 60000);
+			r->flags |= RECON_ROW_TIMED | RECON_ROW_LOOKED_UP;
 			break;
 		default: /* matched, plain */
 			UP(RECON_ENTRY_PAYMENT, amt, t, "", RECON_ROW_HAS_STATUS, RECON_ST_SUCCESS);
