@@ -273,7 +273,7 @@ static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o
 		memcpy(o, &w, sizeof(w));
 		o += sizeof(w);
 	}
-	memcpy(o, row->key, row->key_len);
+	copy_short(o, row->key, row->key_len);
 	return o + row->key_len;
 }
 

@@ -739,7 +739,7 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 	memset(r, 0, REC_HEAD);
 	r->key_len = (uint16_t)len;
 	r->klass = -1;
-	memcpy(r->key, key, len);
+	copy_short(r->key, key, len);
 	r->key[len] = '\0';
 	pt_at(t, i)->h = tag;
 	pt_at(t, i)->ref = ref;
