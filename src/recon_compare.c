@@ -99,8 +99,8 @@ struct keyent {
 struct krec {
 	union {
 		struct {
-			int64_t up_amount;
-			int64_t loc_amount;
+			int32_t up_amount; /* a narrow record's amounts fit 32 bits */
+			int32_t loc_amount;
 		} n;
 		struct keyent *ext;
 	} u;
@@ -1041,7 +1041,8 @@ static void widen(struct recon_compare *cmp, struct part *p, struct krec *r)
 /* cur: cur_pack() of the row's currency */
 static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row, uint16_t cur)
 {
-	return row->time >= cmp->tlo && row->time <= cmp->thi && row->line <= UINT32_MAX && cur;
+	return row->amount >= INT32_MIN && row->amount <= INT32_MAX && row->time >= cmp->tlo &&
+	       row->time <= cmp->thi && row->line <= UINT32_MAX && cur;
 }
 
 /*
@@ -1059,7 +1060,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 			if (!(r->fl & F_LOC) && narrow_fits(cmp, row, cur)) {
 				r->fl |=
 				    F_LOC | (row->flags & RECON_ROW_LOOKED_UP ? F_LOC_LOOK : 0);
-				r->u.n.loc_amount = row->amount;
+				r->u.n.loc_amount = (int32_t)row->amount;
 				r->loc_time = (int32_t)(row->time - cmp->tbase);
 				r->loc_line = (uint32_t)row->line;
 				r->loc_status = row->status;
@@ -1076,7 +1077,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 		    narrow_fits(cmp, row, cur)) {
 			r->fl |= F_UP | (row->flags & RECON_ROW_LOOKED_UP ? F_UP_LOOKED : 0) |
 				 (iddup == 0 ? F_UP_ID : 0);
-			r->u.n.up_amount = row->amount;
+			r->u.n.up_amount = (int32_t)row->amount;
 			r->up_time = (int32_t)(row->time - cmp->tbase);
 			r->up_line = (uint32_t)row->line;
 			r->up_kind = (uint8_t)(row->status | row->entry << 3 |
@@ -1116,8 +1117,8 @@ bool recon_compare_apply_narrow(struct recon_compare *cmp, struct part *p, int s
 	r->up_kind =
 	    (uint8_t)(n->status | n->entry << 3 | (n->flags & RECON_ROW_HAS_STATUS ? 0x40 : 0));
 	r->up_cur = n->cur;
-	if (n->fp_set)
-		r->u.n.loc_amount = (int64_t)n->fp32; /* the stash: no local row comes before */
+	if (n->fp_set) /* the stash: no local row comes before; read back as uint32_t */
+		r->u.n.loc_amount = (int32_t)n->fp32;
 	return true;
 }
 
@@ -1148,12 +1149,12 @@ void recon_compare_apply_up_spec(struct recon_compare *cmp, struct part *p, uint
 
 	/* the narrow record's entry had an id (F_UP_ID): its fingerprint, before it widens */
 	if ((r->fl & (F_EXT | F_UP | F_UP_ID)) == (F_UP | F_UP_ID))
-		fps_push(fps, r, (uint64_t)r->u.n.loc_amount);
+		fps_push(fps, r, (uint32_t)r->u.n.loc_amount);
 	if (!first && iddup == 0)
 		fps_push(fps, r, fp);
 	recon_compare_apply_row(cmp, p, RECON_SIDE_UPSTREAM, h, row, iddup);
 	if (first && iddup == 0 && !(r->fl & F_EXT))
-		r->u.n.loc_amount = (int64_t)fp;
+		r->u.n.loc_amount = (int32_t)(uint32_t)fp; /* fp: 32 bits (a staged row's) */
 	else if (first && iddup == 0)
 		fps_push(fps, r, fp);
 }
