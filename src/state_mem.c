@@ -14,6 +14,7 @@
  * batch run: the pool stays as big as SQLite's most at once).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,24 +32,32 @@
 #define CHUNK_MAX 64 /* 512 MiB of chunks; past that: SQLite's allocator */
 #define HEAD	  16 /* before each pool allocation: its size (keeps 16-byte alignment) */
 
+/*
+ * Under mu, but for what mine() reads without it: a chunk's entry and the
+ * bounds are written before nchunk is (release), and read after it (acquire).
+ * A block of the pool was handed out after its chunk was published, so the
+ * thread that frees it sees the chunk.
+ */
 static struct {
 	sqlite3_mem_methods def; /* SQLite's own, for everything else */
 	pthread_mutex_t mu;
 	char *chunk[CHUNK_MAX]; /* the chunks, in the order they were made */
-	size_t nchunk;
-	char *cur, *end;	 /* the newest chunk's unused part */
-	void *free_list[NCLASS]; /* freed blocks by class; a block's first word links the next */
-	uintptr_t lo, hi;	 /* every chunk lies in [lo, hi) */
+	atomic_size_t nchunk;
+	char *cur, *end;	  /* the newest chunk's unused part */
+	void *free_list[NCLASS];  /* freed blocks by class; a block's first word links the next */
+	_Atomic uintptr_t lo, hi; /* every chunk lies in [lo, hi) */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Whether p came from the pool (its chunks are few: a scan, after a bounds check). */
 static bool mine(const void *p)
 {
 	const uintptr_t a = (uintptr_t)p;
+	const size_t n = atomic_load_explicit(&pool.nchunk, memory_order_acquire);
 
-	if (a < pool.lo || a >= pool.hi)
+	if (a < atomic_load_explicit(&pool.lo, memory_order_relaxed) ||
+	    a >= atomic_load_explicit(&pool.hi, memory_order_relaxed))
 		return false;
-	for (size_t i = 0; i < pool.nchunk; i++)
+	for (size_t i = 0; i < n; i++)
 		if (a >= (uintptr_t)pool.chunk[i] && a < (uintptr_t)pool.chunk[i] + CHUNK)
 			return true;
 	return false;
@@ -71,15 +80,19 @@ static void *take(size_t k)
 		return b;
 	}
 	if ((size_t)(pool.end - pool.cur) < bytes) {
+		const size_t n = atomic_load_explicit(&pool.nchunk, memory_order_relaxed);
+		const uintptr_t lo = atomic_load_explicit(&pool.lo, memory_order_relaxed);
+		const uintptr_t hi = atomic_load_explicit(&pool.hi, memory_order_relaxed);
 		void *c = NULL;
-		if (pool.nchunk == CHUNK_MAX || posix_memalign(&c, (size_t)2 << 20, CHUNK))
+		if (n == CHUNK_MAX || posix_memalign(&c, (size_t)2 << 20, CHUNK))
 			return NULL;
 		recon_mem_advise_huge(c, CHUNK);
-		pool.chunk[pool.nchunk++] = c;
-		if (!pool.lo || (uintptr_t)c < pool.lo)
-			pool.lo = (uintptr_t)c;
-		if ((uintptr_t)c + CHUNK > pool.hi)
-			pool.hi = (uintptr_t)c + CHUNK;
+		pool.chunk[n] = c;
+		if (!lo || (uintptr_t)c < lo)
+			atomic_store_explicit(&pool.lo, (uintptr_t)c, memory_order_relaxed);
+		if ((uintptr_t)c + CHUNK > hi)
+			atomic_store_explicit(&pool.hi, (uintptr_t)c + CHUNK, memory_order_relaxed);
+		atomic_store_explicit(&pool.nchunk, n + 1, memory_order_release);
 		/* the old chunk's tail is left unused (less than one block) */
 		pool.cur = c;
 		pool.end = pool.cur + CHUNK;
@@ -178,9 +191,7 @@ size_t recon_state_memory_pooled(void)
 {
 	size_t n;
 
-	pthread_mutex_lock(&pool.mu);
-	n = pool.nchunk * CHUNK;
-	pthread_mutex_unlock(&pool.mu);
+	n = atomic_load_explicit(&pool.nchunk, memory_order_acquire) * CHUNK;
 	return n;
 }
 
