@@ -290,11 +290,10 @@ static void stage(struct recon_compare_feeder *f, const struct recon_row *row, u
 
 	if (!f->cur0)
 		f->cur0 = cur;
-	const bool narrow =
-	    row->amount >= INT32_MIN && row->amount <= INT32_MAX && row->time >= cmp->tlo &&
-	    row->time <= cmp->thi && row->line <= UINT32_MAX && cur && cur == f->cur0 &&
-	    row->key_len <= 255 && row->status < 1u << SEF_ENTRY &&
-	    row->entry < 1u << (SEF_FLAGS - SEF_ENTRY) && row->flags < 1u << (8 - SEF_FLAGS);
+	const bool narrow = narrow_fits(cmp, row, cur) && cur == f->cur0 && row->key_len <= 255 &&
+			    row->status < 1u << SEF_ENTRY &&
+			    row->entry < 1u << (SEF_FLAGS - SEF_ENTRY) &&
+			    row->flags < 1u << (8 - SEF_FLAGS);
 	const size_t need =
 	    SROW_HEAD + srow_middle((uint8_t)(op | (narrow ? 0 : OP_WIDE))) + row->key_len;
 

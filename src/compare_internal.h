@@ -196,6 +196,17 @@ static inline size_t part_of(const struct recon_compare *cmp, uint64_t h)
 	return (size_t)(((h >> 32) * cmp->nparts) >> 32);
 }
 
+/*
+ * Whether a row's amount, time, line and currency (cur: its cur_pack()) fit
+ * a narrow record and a narrow staged row: 32 bits, 24 days of the window.
+ */
+static inline bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row,
+			       uint16_t cur)
+{
+	return row->amount >= INT32_MIN && row->amount <= INT32_MAX && row->time >= cmp->tlo &&
+	       row->time <= cmp->thi && row->line <= UINT32_MAX && cur;
+}
+
 /* Three uppercase ASCII letters in 15 bits; 0 when the code is anything else. */
 static inline uint16_t cur_pack(const char *c)
 {

@@ -1038,13 +1038,6 @@ static void widen(struct recon_compare *cmp, struct part *p, struct krec *r)
 	r->fl = (uint8_t)((r->fl & (F_REJ_UP | F_REJ_LOC)) | F_EXT);
 }
 
-/* cur: cur_pack() of the row's currency */
-static bool narrow_fits(const struct recon_compare *cmp, const struct recon_row *row, uint16_t cur)
-{
-	return row->amount >= INT32_MIN && row->amount <= INT32_MAX && row->time >= cmp->tlo &&
-	       row->time <= cmp->thi && row->line <= UINT32_MAX && cur;
-}
-
 /*
  * Applies a row of `side` to its key in partition p. iddup (upstream): 1 the
  * entry id was seen before, 0 it was not, -1 the row has no entry id.

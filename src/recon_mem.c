@@ -96,15 +96,23 @@ size_t recon_st_add(size_t a, size_t b)
 	return a + b;
 }
 
+/* The element count a growing array of `alloc` goes to, to hold `need` (> alloc). */
+static size_t grown(size_t alloc, size_t need)
+{
+	size_t n = alloc ? alloc : 16;
+
+	while (n < need)
+		n = recon_st_mult(n, 2);
+	return n;
+}
+
 void recon_grow(void **p, size_t *alloc, size_t need, size_t size)
 {
 	size_t n;
 
 	if (need <= *alloc)
 		return;
-	n = *alloc ? *alloc : 16;
-	while (n < need)
-		n = recon_st_mult(n, 2);
+	n = grown(*alloc, need);
 	*p = recon_xrealloc(*p, recon_st_mult(n, size));
 	*alloc = n;
 }
@@ -131,9 +139,7 @@ void recon_grow_huge(void **p, size_t *alloc, size_t need, size_t size)
 
 	if (need <= *alloc)
 		return;
-	n = *alloc ? *alloc : 16;
-	while (n < need)
-		n = recon_st_mult(n, 2);
+	n = grown(*alloc, need);
 	bytes = recon_st_mult(n, size);
 	if (bytes < 2 * HUGE_PAGE) {
 		*p = recon_xrealloc(*p, bytes);
@@ -192,14 +198,14 @@ void recon_arena_release(struct recon_arena *a)
 
 	if (!a)
 		return;
-	const int huge = a->huge;
-
 	for (b = a->head; b; b = next) {
 		next = b->next;
 		free(b);
 	}
-	recon_arena_init(a);
-	a->huge = huge;
+	/* empty again; a huge arena stays one */
+	a->head = NULL;
+	a->cur = a->end = NULL;
+	a->total = 0;
 }
 
 void recon_arena_reset(struct recon_arena *a)

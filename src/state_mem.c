@@ -149,15 +149,16 @@ static void mem_free(void *p)
 static void *mem_realloc(void *p, int n)
 {
 	void *q;
+	bool own;
 	int old;
 
 	if (!p)
 		return mem_malloc(n);
-	if (!mine(p) && (n <= 0 || (size_t)n < BIG_MIN))
+	own = mine(p);
+	if (!own && (n <= 0 || (size_t)n < BIG_MIN))
 		return pool.def.xRealloc(p, n);
 	old = mem_size(p);
-	if (mine(p) && n > 0 && (size_t)n >= BIG_MIN &&
-	    class_of((size_t)n) == class_of((size_t)old)) {
+	if (own && n > 0 && (size_t)n >= BIG_MIN && class_of((size_t)n) == class_of((size_t)old)) {
 		memcpy((char *)p - HEAD, &(size_t){(size_t)n}, sizeof(size_t));
 		return p;
 	}
@@ -189,10 +190,7 @@ static void mem_shutdown(void *arg)
 
 size_t recon_state_memory_pooled(void)
 {
-	size_t n;
-
-	n = atomic_load_explicit(&pool.nchunk, memory_order_acquire) * CHUNK;
-	return n;
+	return atomic_load_explicit(&pool.nchunk, memory_order_acquire) * CHUNK;
 }
 
 void recon_state_memory_setup(void)
