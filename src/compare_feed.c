@@ -71,6 +71,20 @@ struct swide {
 	uint8_t status, entry, flags;
 };
 
+/* The header of the staged row at p, read field by field (see srow_put()). */
+static inline struct srow srow_get(const unsigned char *p)
+{
+	struct srow r;
+
+	memcpy(&r.amount, p + offsetof(struct srow, amount), 4);
+	memcpy(&r.time, p + offsetof(struct srow, time), 4);
+	memcpy(&r.line, p + offsetof(struct srow, line), 4);
+	r.key_len = p[offsetof(struct srow, key_len)];
+	r.sef = p[offsetof(struct srow, sef)];
+	r.op = p[offsetof(struct srow, op)];
+	return r;
+}
+
 /* Bytes between a staged row's header and its key, by its op. */
 static inline size_t srow_middle(uint8_t op)
 {
@@ -237,22 +251,29 @@ static void stream_put_big(struct recon_compare_feeder *f, size_t q, const unsig
 	memcpy(f->wc + q * WC, s->tail + BLOCK_HEAD + s->pos, f->wcn[q]);
 }
 
-/* Encodes a row (see struct srow) at o; returns its end. */
+/*
+ * Encodes a row (see struct srow) at o; returns its end. The header's fields
+ * are stored in place: a struct built on the stack and copied out would be
+ * read back across its fields' stores, which the store buffer cannot forward
+ * (a stall on every row).
+ */
 static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o,
 			       const struct recon_row *row, uint8_t op, uint64_t fp, bool narrow)
 {
-	struct srow r;
-
-	memset(&r, 0, sizeof(r));
 	if (narrow) {
-		r.amount = (int32_t)row->amount;
-		r.time = (int32_t)(row->time - cmp->tbase);
-		r.line = (uint32_t)row->line;
-		r.key_len = (uint8_t)row->key_len;
-		r.sef = (uint8_t)(row->status | row->entry << SEF_ENTRY | row->flags << SEF_FLAGS);
+		const int32_t amount = (int32_t)row->amount,
+			      time = (int32_t)(row->time - cmp->tbase);
+		const uint32_t line = (uint32_t)row->line;
+		memcpy(o + offsetof(struct srow, amount), &amount, 4);
+		memcpy(o + offsetof(struct srow, time), &time, 4);
+		memcpy(o + offsetof(struct srow, line), &line, 4);
+		o[offsetof(struct srow, key_len)] = (uint8_t)row->key_len;
+		o[offsetof(struct srow, sef)] =
+		    (uint8_t)(row->status | row->entry << SEF_ENTRY | row->flags << SEF_FLAGS);
+	} else {
+		memset(o, 0, offsetof(struct srow, op));
 	}
-	r.op = (uint8_t)(op | (narrow ? 0 : OP_WIDE));
-	memcpy(o, &r, SROW_HEAD);
+	o[offsetof(struct srow, op)] = (uint8_t)(op | (narrow ? 0 : OP_WIDE));
 	o += SROW_HEAD;
 	if (op & OP_FP) {
 		const uint32_t fp32 = (uint32_t)(fp ^ fp >> 32);
@@ -327,10 +348,9 @@ static inline size_t srow_key_len(const unsigned char *p, const struct srow *r)
 static size_t unstage(const struct recon_compare *cmp, const unsigned char *p, uint16_t cur0,
 		      struct recon_row *row, uint8_t *op, uint64_t *fp)
 {
-	struct srow r;
+	const struct srow r = srow_get(p);
 	size_t n = SROW_HEAD;
 
-	memcpy(&r, p, SROW_HEAD);
 	if (r.op & OP_FP) {
 		uint32_t fp32;
 		memcpy(&fp32, p + n, 4);
@@ -417,8 +437,7 @@ static void apply_stream(struct recon_compare *cmp, struct part *p, int side, un
 		memcpy(&next, b, sizeof(next));
 		/* the block's rows and their hashes first: the table's slots are prefetched */
 		for (size_t o = 0; o < len; n++) {
-			struct srow r;
-			memcpy(&r, d + o, SROW_HEAD);
+			const struct srow r = srow_get(d + o);
 			const size_t klo = o + SROW_HEAD + srow_middle(r.op);
 			const size_t klen = srow_key_len(d + o, &r);
 			off[n] = (uint32_t)o;
@@ -434,8 +453,7 @@ static void apply_stream(struct recon_compare *cmp, struct part *p, int side, un
 			if (i + PF < n)
 				__builtin_prefetch(
 				    pt_at(&p->keys, pt_home(&p->keys, (uint32_t)hs[i + PF])));
-			struct srow sr;
-			memcpy(&sr, d + off[i], SROW_HEAD);
+			const struct srow sr = srow_get(d + off[i]);
 			if (!(sr.op & OP_WIDE) &&
 			    narrow_first(cmp, p, side, hs[i], d + off[i], &sr, cur0))
 				continue;
