@@ -486,9 +486,11 @@ static bool build_part(struct recon_compare *cmp, size_t q, unsigned w, struct r
 	struct stream *su = cmp->feeder[0] ? &cmp->feeder[0]->streams[q] : NULL;
 	struct stream *sl = cmp->feeder[1] ? &cmp->feeder[1]->streams[q] : NULL;
 	const uint64_t nu = su ? su->rows : 0, nl = sl ? sl->rows : 0;
+	struct recmark m;
 	bool distinct;
 
 	p->w = w;
+	recon_compare_rec_mark(cmp, w, &m);
 	/* keys: the bigger side's rows and some of the other's (most keys are on both);
 	   a partition nothing reached keeps no table */
 	if (nu + nl)
@@ -499,6 +501,8 @@ static bool build_part(struct recon_compare *cmp, size_t q, unsigned w, struct r
 	distinct = recon_compare_fppairs_distinct(fps);
 	if (sl)
 		apply_stream(cmp, p, RECON_SIDE_LOCAL, w, sl, cmp->feeder[1]->cur0, fps);
+	/* the partition's records are in the cache: evaluated here, most of them */
+	recon_compare_prematch(cmp, w, &m);
 	return distinct;
 }
 
@@ -622,6 +626,10 @@ struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp,
 	}
 	f->wcn = recon_xcalloc(cmp->nparts, sizeof(*f->wcn));
 	pthread_mutex_lock(&cmp->mu);
+	/* only records the builds made are prematched or listed */
+	if (cmp->pre_on || cmp->recs[0].n || cmp->recs[1].n)
+		cmp->pre_off = true;
+	cmp->pre_on = false;
 	cmp->feeder[f->side] = f;
 	cmp->nfeeders++;
 	pthread_mutex_unlock(&cmp->mu);
@@ -711,6 +719,9 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	pthread_cond_broadcast(&cmp->cv);
 	while (cmp->built < cmp->nfeeders)
 		pthread_cond_wait(&cmp->cv, &cmp->mu);
+	/* every record was made by a build: from here on, what changes is listed */
+	cmp->pre_on = !cmp->pre_off;
+	cmp->npre_total = cmp->npre[0] + cmp->npre[1];
 	cmp->feeder[f->side] = NULL;
 	pthread_mutex_unlock(&cmp->mu);
 	/* what the staged rows left beyond the records, tables and keys' state */

@@ -142,6 +142,12 @@ struct fpbucket {
 	size_t n, alloc;
 };
 
+/* Record references, appended (struct recon_compare's lists of records to evaluate). */
+struct reflist {
+	uint32_t *v;
+	size_t n, alloc;
+};
+
 struct recon_compare {
 	const struct recon_job *job;
 	struct recon_window win;
@@ -162,6 +168,20 @@ struct recon_compare {
 	size_t slab_max; /* bytes of the biggest slab (recon_compare_reserve) */
 	void *spare; /* a slab of slab_max bytes faulted in ahead (recon_compare_prefault), under mu
 		      */
+	/*
+	 * Prematched (the feeders' builds): each builder, a partition once built
+	 * (in the cache), marks its plain matches whose local row lies in the
+	 * window matched (npre) and lists every other record (listed). Once the
+	 * build is over (pre_on), a record created or changed is listed in
+	 * touched, a prematched one taken off the count. Classification, the
+	 * lookups and the contributions then visit the lists, not every record:
+	 * what they would do for a prematched record is known (matched; no lookup;
+	 * nothing to keep).
+	 */
+	struct reflist listed[NWRITERS], touched;
+	uint64_t npre[NWRITERS], npre_total;
+	bool pre_on;
+	bool pre_off; /* a record was made outside the feeders' builds: every record is visited */
 	int (*on_wait)(void *arg, int side); /* recon_compare_on_wait */
 	void *on_wait_arg;
 	size_t *slab_len;
@@ -383,6 +403,17 @@ struct recon_narrow {
  */
 bool recon_compare_apply_narrow(struct recon_compare *cmp, struct part *p, int side, uint64_t h,
 				const char *key, size_t len, const struct recon_narrow *n);
+/* Where writer w's next record goes: recon_compare_prematch() looks from there. */
+struct recmark {
+	size_t c, o; /* chunk, offset */
+};
+void recon_compare_rec_mark(const struct recon_compare *cmp, unsigned w, struct recmark *m);
+/*
+ * Writer w's records from m on (a partition just built, both sides in):
+ * prematches the plain matches, lists the others (struct recon_compare's
+ * listed).
+ */
+void recon_compare_prematch(struct recon_compare *cmp, unsigned w, const struct recmark *m);
 /* Marks the key of a rejected row of `side` in partition p. */
 void recon_compare_reject_key(struct recon_compare *cmp, struct part *p, int side,
 			      const struct recon_row *row, uint64_t h);

@@ -96,6 +96,9 @@ struct keyent {
 #define F_REJ_LOC   0x40u
 #define F_UP_ID	    0x80u /* the narrow entry had an entry id */
 
+/* krec.up_kind's top bit: prematched (struct recon_compare's npre), on no list */
+#define U_PRE 0x80u
+
 struct krec {
 	union {
 		struct {
@@ -110,7 +113,7 @@ struct krec {
 	uint32_t loc_line;
 	uint16_t key_len;
 	uint8_t fl;
-	uint8_t up_kind; /* status | entry << 3 | has_status << 6 */
+	uint8_t up_kind; /* status | entry << 3 | has_status << 6; U_PRE */
 	uint8_t loc_status;
 	int8_t klass;	 /* -1: not owned, or not classifiable (a row was rejected) */
 	uint16_t up_cur; /* packed currency, 0: none */
@@ -651,6 +654,9 @@ void recon_compare_free(struct recon_compare *cmp)
 		free(cmp->fps[i].v);
 	pthread_mutex_destroy(&cmp->mu);
 	pthread_cond_destroy(&cmp->cv);
+	for (unsigned w = 0; w < NWRITERS; w++)
+		free(cmp->listed[w].v);
+	free(cmp->touched.v);
 	free(cmp->pend_keys);
 	free(cmp->pend_lens);
 	free(cmp->diffs);
@@ -687,8 +693,8 @@ static void table_grow(struct table *t, uint32_t (*hashof)(const void *))
 }
 
 /*
- * The record of a key in table t (tag: its hash's low 32 bits), or NULL with
- * *at the empty slot where it would go (t->cap is not 0).
+ * The record of a key in table t (tag: its hash's low 32 bits) and *at its
+ * slot, or NULL with *at the empty slot where it would go (t->cap is not 0).
  */
 static inline struct krec *probe(const struct recon_compare *cmp, const struct ptable *t,
 				 const char *key, size_t len, uint32_t tag, size_t *at)
@@ -698,8 +704,10 @@ static inline struct krec *probe(const struct recon_compare *cmp, const struct p
 	for (i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i)) {
 		if (pt_at(t, i)->h == tag) {
 			struct krec *r = rec_at(cmp, pt_at(t, i)->ref);
-			if (r->key_len == len && bytes_eq(r->key, key, len))
+			if (r->key_len == len && bytes_eq(r->key, key, len)) {
+				*at = i;
 				return r;
+			}
 		}
 	}
 	*at = i;
@@ -715,6 +723,26 @@ static struct krec *find_rec(const struct recon_compare *cmp, const char *key, s
 	return t->cap ? probe(cmp, t, key, len, (uint32_t)h, &at) : NULL;
 }
 
+static void reflist_push(struct reflist *l, uint32_t ref)
+{
+	if (l->n == l->alloc)
+		recon_grow((void **)&l->v, &l->alloc, l->n + 1, sizeof(*l->v));
+	l->v[l->n++] = ref;
+}
+
+/* A prematched record about to change (after the build): on the touched list from now on. */
+static void unprematch(struct recon_compare *cmp, struct krec *r, uint32_t ref)
+{
+	r->up_kind &= (uint8_t)~U_PRE;
+	r->klass = -1;
+	cmp->npre_total--;
+	reflist_push(&cmp->touched, ref);
+}
+
+/*
+ * The record of a key in partition p, created (empty) when there is none.
+ * The caller changes it: once the build is over, it is listed (pre_on).
+ */
 static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const char *key, size_t len,
 			    uint64_t h)
 {
@@ -724,8 +752,11 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 	struct krec *r;
 	uint32_t ref;
 
-	if (t->cap && (r = probe(cmp, t, key, len, tag, &i)))
+	if (t->cap && (r = probe(cmp, t, key, len, tag, &i))) {
+		if (cmp->pre_on && (r->up_kind & U_PRE))
+			unprematch(cmp, r, pt_at(t, i)->ref);
 		return r;
+	}
 	if (len > UINT16_MAX) {
 		fprintf(stderr, "recon: compare: key of %zu bytes\n", len);
 		abort();
@@ -744,6 +775,8 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 	pt_at(t, i)->h = tag;
 	pt_at(t, i)->ref = ref;
 	t->n++;
+	if (cmp->pre_on)
+		reflist_push(&cmp->touched, ref);
 	return r;
 }
 
@@ -1370,6 +1403,39 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 	for (unsigned w_ = 0; w_ < NWRITERS; w_++)                                                 \
 	FOR_EACH_REC_OF(cmp, w_, r, body)
 
+/* The i-th of the records to evaluate (listed[0], listed[1], then touched): its reference. */
+static uint32_t eval_ref(const struct recon_compare *cmp, size_t i)
+{
+	for (unsigned w = 0; w < NWRITERS; w++) {
+		if (i < cmp->listed[w].n)
+			return cmp->listed[w].v[i];
+		i -= cmp->listed[w].n;
+	}
+	return cmp->touched.v[i];
+}
+
+/* How many records the lists name (pre_on). */
+static size_t eval_count(const struct recon_compare *cmp)
+{
+	return cmp->listed[0].n + cmp->listed[1].n + cmp->touched.n;
+}
+
+/*
+ * Runs body for every record but the prematched ones (every record when
+ * nothing was prematched), in no particular order.
+ */
+#define FOR_EACH_EVAL_REC(cmp, r, body)                                                            \
+	do {                                                                                       \
+		if ((cmp)->pre_on) {                                                               \
+			for (size_t i_ = 0, n_ = eval_count(cmp); i_ < n_; i_++) {                 \
+				struct krec *r = rec_at(cmp, eval_ref(cmp, i_));                   \
+				body                                                               \
+			}                                                                          \
+		} else {                                                                           \
+			FOR_EACH_REC(cmp, r, body);                                                \
+		}                                                                                  \
+	} while (0)
+
 /* The key's local row lies in the window (not only in its margins). */
 static bool local_touched(const struct recon_compare *cmp, const struct keyent *k)
 {
@@ -1629,7 +1695,7 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 	size_t n = 0, alist = 0;
 	struct keyent tmp;
 
-	FOR_EACH_REC(cmp, r, {
+	FOR_EACH_EVAL_REC(cmp, r, {
 		const struct keyent *k;
 		bool want;
 		if (r->fl & (F_REJ_UP | F_REJ_LOC))
@@ -1689,7 +1755,8 @@ static int diff_ptr_cmp(const void *a, const void *b)
  * key once it is done (pointers sorted: the lists are copied once, merged).
  * The lists grow in huge pages (tens of megabytes at 10M rows).
  */
-#define CLASSIFY_TAKE 4
+#define CLASSIFY_TAKE	4
+#define CLASSIFY_LISTED 1024 /* listed records a thread takes at a time (prematched) */
 struct classified {
 	struct recon_compare *cmp;
 	struct recon_arena *keys; /* the differences' keys */
@@ -1755,63 +1822,135 @@ static bool plain_match(const struct recon_compare *cmp, const struct krec *r)
 	       r->u.n.up_amount >= 0 && !amounts_differ(cmp, r->u.n.up_amount, r->u.n.loc_amount);
 }
 
-static void classify_chunk(struct classified *out, int pi, size_t chunk)
+void recon_compare_rec_mark(const struct recon_compare *cmp, unsigned w, struct recmark *m)
+{
+	const struct store *s = &cmp->recs[w];
+
+	m->c = s->n ? s->n - 1 : 0;
+	m->o = s->n ? s->used[s->n - 1] : (size_t)1 << s->shift; /* chunk 0 starts past ref 0 */
+}
+
+void recon_compare_prematch(struct recon_compare *cmp, unsigned w, const struct recmark *m)
+{
+	const struct store *s = &cmp->recs[w];
+
+	for (size_t c = m->c; c < s->n; c++) {
+		for (size_t o = c == m->c ? m->o : (c ? 0 : (size_t)1 << s->shift);
+		     o < s->used[c];) {
+			struct krec *r = (struct krec *)(s->chunk[c] + o);
+			const uint32_t ref =
+			    (uint32_t)((c << (s->bits - s->shift)) | (o >> s->shift)) | s->refbase;
+			o += REC_SIZE(r->key_len);
+			/* classification: matched; the lookups: none; the contributions: nothing */
+			if (plain_match(cmp, r) && cmp->tbase + r->loc_time >= cmp->win.start &&
+			    cmp->tbase + r->loc_time < cmp->win.end) {
+				r->klass = RECON_CLASS_MATCHED;
+				r->up_kind |= U_PRE;
+				cmp->npre[w]++;
+			} else {
+				reflist_push(&cmp->listed[w], ref);
+			}
+		}
+	}
+}
+
+/* Classifies record r (tmp, v: scratch), into out's lists and counts. */
+static void classify_one(struct classified *out, struct krec *r, struct keyent *tmp,
+			 struct upview *v)
 {
 	struct recon_compare *cmp = out->cmp;
 	struct recon_compare_counts *c = &out->counts;
+
+	if (plain_match(cmp, r)) {
+		r->klass = RECON_CLASS_MATCHED;
+		c->keys_owned++;
+		c->rows_owned[0]++;
+		c->rows_owned[1]++;
+		c->matched++;
+		return;
+	}
+	const struct keyent *k = view(cmp, r, tmp);
+	int64_t due;
+	if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
+		/* a row of this key is unreadable: no class can be asserted */
+		r->klass = -1;
+		c->keys_rejected++;
+		c->rows_other[0] += k->n_up;
+		c->rows_other[1] += k->n_local;
+		return;
+	}
+	if (!evaluated(cmp, k)) {
+		r->klass = -1;
+		c->rows_other[0] += k->n_up;
+		c->rows_other[1] += k->n_local;
+		return;
+	}
+	up_view(cmp, k, v);
+	r->klass = (int8_t)classify_key(cmp, k, v, &due, c);
+	c->keys_owned++;
+	c->carried += v->carried;
+	c->rows_owned[0] += k->n_up;
+	c->rows_owned[1] += k->n_local;
+	if (r->klass == RECON_CLASS_MATCHED) {
+		c->matched++;
+		return;
+	}
+	struct recon_diff *d;
+	if (r->klass > RECON_CLASS_MATCHED) {
+		recon_grow_huge((void **)&out->pending, &out->apending, out->npending + 1,
+				sizeof(*out->pending));
+		d = &out->pending[out->npending++];
+	} else {
+		c->classes[r->klass]++;
+		recon_grow_huge((void **)&out->diffs, &out->alloc, out->n + 1, sizeof(*out->diffs));
+		d = &out->diffs[out->n++];
+	}
+	fill_diff(d, r, k, v);
+	d->key = recon_arena_strndup(out->keys, r->key, r->key_len);
+	d->due = due;
+}
+
+static void classify_chunk(struct classified *out, int pi, size_t chunk)
+{
 	struct keyent tmp;
 	struct upview v;
 
-	FOR_EACH_REC_IN(cmp, pi, chunk, r, {
-		if (plain_match(cmp, r)) {
-			r->klass = RECON_CLASS_MATCHED;
-			c->keys_owned++;
-			c->rows_owned[0]++;
-			c->rows_owned[1]++;
-			c->matched++;
-			continue;
+	FOR_EACH_REC_IN(out->cmp, pi, chunk, r, { classify_one(out, r, &tmp, &v); });
+}
+
+/*
+ * The listed records g..e (eval_ref()), prefetched a few ahead: they lie
+ * anywhere in the window's records.
+ */
+#define EVAL_AHEAD 16
+
+/* Both cache lines a record's header may span, and a widened one's state. */
+static inline void prefetch_rec(const struct recon_compare *cmp, size_t i)
+{
+	const unsigned char *r = (const unsigned char *)rec_at(cmp, eval_ref(cmp, i));
+
+	__builtin_prefetch(r);
+	__builtin_prefetch(r + REC_HEAD - 1);
+}
+
+static void classify_listed(struct classified *out, size_t g, size_t e)
+{
+	const struct recon_compare *cmp = out->cmp;
+	struct keyent tmp;
+	struct upview v;
+
+	for (size_t i = g; i < e && i < g + EVAL_AHEAD; i++)
+		prefetch_rec(cmp, i);
+	for (size_t i = g; i < e; i++) {
+		if (i + EVAL_AHEAD < e)
+			prefetch_rec(cmp, i + EVAL_AHEAD);
+		if (i + EVAL_AHEAD / 2 < e) {
+			const struct krec *r = rec_at(cmp, eval_ref(cmp, i + EVAL_AHEAD / 2));
+			if (r->fl & F_EXT)
+				__builtin_prefetch(r->u.ext);
 		}
-		const struct keyent *k = view(cmp, r, &tmp);
-		int64_t due;
-		if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
-			/* a row of this key is unreadable: no class can be asserted */
-			r->klass = -1;
-			c->keys_rejected++;
-			c->rows_other[0] += k->n_up;
-			c->rows_other[1] += k->n_local;
-			continue;
-		}
-		if (!evaluated(cmp, k)) {
-			r->klass = -1;
-			c->rows_other[0] += k->n_up;
-			c->rows_other[1] += k->n_local;
-			continue;
-		}
-		up_view(cmp, k, &v);
-		r->klass = (int8_t)classify_key(cmp, k, &v, &due, c);
-		c->keys_owned++;
-		c->carried += v.carried;
-		c->rows_owned[0] += k->n_up;
-		c->rows_owned[1] += k->n_local;
-		if (r->klass == RECON_CLASS_MATCHED) {
-			c->matched++;
-			continue;
-		}
-		struct recon_diff *d;
-		if (r->klass > RECON_CLASS_MATCHED) {
-			recon_grow_huge((void **)&out->pending, &out->apending, out->npending + 1,
-					sizeof(*out->pending));
-			d = &out->pending[out->npending++];
-		} else {
-			c->classes[r->klass]++;
-			recon_grow_huge((void **)&out->diffs, &out->alloc, out->n + 1,
-					sizeof(*out->diffs));
-			d = &out->diffs[out->n++];
-		}
-		fill_diff(d, r, k, &v);
-		d->key = recon_arena_strndup(out->keys, r->key, r->key_len);
-		d->due = due;
-	});
+		classify_one(out, rec_at(cmp, eval_ref(cmp, i)), &tmp, &v);
+	}
 }
 
 /* Pointers to the n differences of v, in key order. */
@@ -1832,7 +1971,14 @@ static void classify_share(struct classified *out)
 	const struct recon_compare *cmp = out->cmp;
 	const size_t n0 = cmp->recs[0].n, total = n0 + cmp->recs[1].n;
 
-	for (;;) {
+	/* prematched: only the listed records, CLASSIFY_LISTED at a time */
+	for (size_t n = cmp->pre_on ? eval_count(cmp) : 0; n;) {
+		size_t g = atomic_fetch_add(out->next, CLASSIFY_LISTED);
+		if (g >= n)
+			break;
+		classify_listed(out, g, g + CLASSIFY_LISTED < n ? g + CLASSIFY_LISTED : n);
+	}
+	for (; !cmp->pre_on;) {
 		size_t g = atomic_fetch_add(out->next, CLASSIFY_TAKE);
 		if (g >= total)
 			break;
@@ -1928,6 +2074,13 @@ void recon_compare_classify(struct recon_compare *cmp)
 		for (int k = 0; k < RECON_CLASS__COUNT; k++)
 			cmp->counts.classes[k] += c->classes[k];
 	}
+	if (cmp->pre_on) {
+		/* the prematched records: matched, as classify_one() finds them */
+		cmp->counts.keys_owned += cmp->npre_total;
+		cmp->counts.matched += cmp->npre_total;
+		cmp->counts.rows_owned[0] += cmp->npre_total;
+		cmp->counts.rows_owned[1] += cmp->npre_total;
+	}
 	for (int i = 0; i < 2; i++) {
 		lists[i] = part[i].sorted;
 		ns[i] = part[i].n;
@@ -2010,7 +2163,7 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 	struct keyent tmp;
 	struct upview v;
 
-	FOR_EACH_REC(cmp, r, {
+	FOR_EACH_EVAL_REC(cmp, r, {
 		const struct keyent *k;
 		struct recon_contrib c;
 		bool need;

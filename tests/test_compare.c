@@ -1400,6 +1400,140 @@ static void test_compare_feeders_match_sequential(void **state)
 	free(lo);
 }
 
+/* A key's contribution as collected for the comparison below (its key copied). */
+struct tcontrib {
+	char key[320];
+	struct recon_contrib c;
+};
+
+struct tcontribs {
+	struct tcontrib *v;
+	size_t n, alloc;
+};
+
+static void tcontrib_one(void *arg, const struct recon_contrib *c)
+{
+	struct tcontribs *l = arg;
+
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? 2 * l->alloc : 256;
+		l->v = realloc(l->v, l->alloc * sizeof(*l->v));
+		assert_non_null(l->v);
+	}
+	memset(&l->v[l->n], 0, sizeof(l->v[l->n]));
+	assert_true(c->key_len < sizeof(l->v[l->n].key));
+	memcpy(l->v[l->n].key, c->key, c->key_len);
+	l->v[l->n].c = *c;
+	l->v[l->n].c.key = NULL;
+	l->n++;
+}
+
+static int tcontrib_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct tcontrib *)a)->key, ((const struct tcontrib *)b)->key);
+}
+
+static void assert_same_contributions(struct recon_compare *a, struct recon_compare *b)
+{
+	struct tcontribs ca = {0}, cb = {0};
+
+	recon_compare_contributions(a, tcontrib_one, &ca);
+	recon_compare_contributions(b, tcontrib_one, &cb);
+	assert_int_equal(ca.n, cb.n);
+	assert_true(ca.n > 0);
+	qsort(ca.v, ca.n, sizeof(*ca.v), tcontrib_cmp);
+	qsort(cb.v, cb.n, sizeof(*cb.v), tcontrib_cmp);
+	for (size_t i = 0; i < ca.n; i++)
+		assert_memory_equal(&ca.v[i], &cb.v[i], sizeof(ca.v[i]));
+	free(ca.v);
+	free(cb.v);
+}
+
+/*
+ * The feeders' builds mark most matched keys matched at once (prematched),
+ * and the classification, the lookups and the contributions skip them: a key
+ * changed after the read (carried history, an open item, a lookup's row, a
+ * rejected row, a key only a lookup brings) is evaluated anew, as when the
+ * rows were added one by one. Plain matched keys (and some with entry ids)
+ * each get one of those changes.
+ */
+static void test_compare_feeders_changed_after_build(void **state)
+{
+	struct fixture *fx = *state;
+	struct trow *up, *lo;
+	size_t nup, nlo, changed = 0;
+	struct recon_compare *cmp[2];
+
+	build_rows(&up, &nup, &lo, &nlo);
+	for (int i = 0; i < 2; i++) {
+		cmp[i] = recon_compare_new(fx->job, &fx->win, DAY_END + 9 * HOUR, true);
+		recon_compare_reserve(cmp[i], nup, nup);
+	}
+	feed_seq(cmp[0], up, nup, lo, nlo);
+	feed_par(cmp[1], up, nup, lo, nlo);
+	for (size_t j = 0; j < nlo; j++) {
+		const struct trow *t = &lo[j];
+		const size_t len = strlen(t->key);
+		struct recon_carry c;
+		struct recon_row row;
+		/* a key the build prematched (its class is set before any classification) */
+		if (recon_compare_key_class(cmp[1], t->key, len) != RECON_CLASS_MATCHED ||
+		    tmix(j) % 5)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.paid = t->amount;
+		c.payments = 1;
+		c.entries = 1;
+		memcpy(c.currency, "CNY", 4);
+		c.first = c.last = DAY_START - HOUR;
+		for (int i = 0; i < 2; i++) {
+			switch (changed % 5) {
+			case 0: /* paid yesterday too: a carried payment */
+				recon_compare_carry(cmp[i], t->key, len, &c);
+				break;
+			case 1: /* an open item of an earlier run */
+				recon_compare_item(cmp[i], t->key, len, RECON_CLASS_MISSING,
+						   DAY_START - HOUR);
+				break;
+			case 2: /* a lookup finds a second local row */
+				trow_to_row(t, &row);
+				row.status = RECON_ST_PENDING;
+				row.flags |= RECON_ROW_LOOKED_UP;
+				recon_compare_add(cmp[i], RECON_SIDE_LOCAL, &row);
+				break;
+			case 3: /* a statement row of the key that cannot be read */
+				trow_to_row(t, &row);
+				recon_compare_add_rejected(cmp[i], RECON_SIDE_UPSTREAM, &row);
+				break;
+			default: { /* a lookup brings a key the window does not hold */
+				char key[340];
+				snprintf(key, sizeof(key), "looked-up-%s", t->key);
+				trow_to_row(t, &row);
+				row.key = key;
+				row.key_len = (uint32_t)strlen(key);
+				row.flags |= RECON_ROW_LOOKED_UP;
+				recon_compare_add(cmp[i], RECON_SIDE_UPSTREAM, &row);
+				break;
+			}
+			}
+		}
+		changed++;
+	}
+	assert_true(changed > 500);
+	for (int i = 0; i < 2; i++)
+		recon_compare_classify(cmp[i]);
+	assert_same_compare(cmp[0], cmp[1], up, nup);
+	assert_same_compare(cmp[0], cmp[1], lo, nlo);
+	assert_same_contributions(cmp[0], cmp[1]);
+	/* classified again: the same (nothing counted twice) */
+	recon_compare_classify(cmp[1]);
+	assert_same_compare(cmp[0], cmp[1], lo, nlo);
+	for (int i = 0; i < 2; i++)
+		recon_compare_free(cmp[i]);
+	free(up);
+	free(lo);
+}
+
 /*
  * Speculating that no entry is listed twice: with distinct ids the result is
  * the exact compare's; with an entry listed twice (same key or another key)
@@ -1613,6 +1747,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_compare_classify_idempotent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_many_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_feeders_match_sequential, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_feeders_changed_after_build, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
