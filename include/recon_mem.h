@@ -14,14 +14,31 @@
 #define RECON_MEM_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 void *recon_xmalloc(size_t n);
 void *recon_xcalloc(size_t nmemb, size_t size);
 void *recon_xrealloc(void *p, size_t n);
 char *recon_xstrdup(const char *s);
 char *recon_xstrndup(const char *s, size_t n);
-size_t recon_st_mult(size_t a, size_t b);
-size_t recon_st_add(size_t a, size_t b);
+/* Prints "size overflow: a op b" and aborts. */
+_Noreturn void recon_st_overflow(size_t a, char op, size_t b);
+
+/* Inline: they are on every row's way (an arena copy of a key or an id). */
+static inline size_t recon_st_mult(size_t a, size_t b)
+{
+	if (b && a > SIZE_MAX / b)
+		recon_st_overflow(a, '*', b);
+	return a * b;
+}
+
+static inline size_t recon_st_add(size_t a, size_t b)
+{
+	if (a > SIZE_MAX - b)
+		recon_st_overflow(a, '+', b);
+	return a + b;
+}
 
 /*
  * Zeroes p[0..n) in a way the optimiser keeps even when p is freed next:
@@ -69,9 +86,36 @@ void recon_arena_release(struct recon_arena *a);
  * arena reset per row costs no malloc. NULL-safe.
  */
 void recon_arena_reset(struct recon_arena *a);
-/* Memory aligned for any scalar, valid until recon_arena_release() or _reset(). */
-void *recon_arena_alloc(struct recon_arena *a, size_t n);
+/* recon_arena_alloc() of need bytes (a multiple of the alignment) from a new block. */
+void *recon_arena_alloc_block(struct recon_arena *a, size_t need);
+
+/*
+ * Memory aligned for any scalar, valid until recon_arena_release() or _reset().
+ * Inline: the common case is a bump of a pointer, on every row.
+ */
+static inline void *recon_arena_alloc(struct recon_arena *a, size_t n)
+{
+	const size_t align = sizeof(max_align_t);
+	size_t need = recon_st_add(n, align - 1) & ~(align - 1);
+	char *p;
+
+	if (!need)
+		need = align;
+	if (!a->cur || (size_t)(a->end - a->cur) < need)
+		return recon_arena_alloc_block(a, need);
+	p = a->cur;
+	a->cur += need;
+	return p;
+}
+
 /* A NUL-terminated copy of s[0..n). */
-char *recon_arena_strndup(struct recon_arena *a, const char *s, size_t n);
+static inline char *recon_arena_strndup(struct recon_arena *a, const char *s, size_t n)
+{
+	char *p = recon_arena_alloc(a, recon_st_add(n, 1));
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
 
 #endif

@@ -78,22 +78,10 @@ void recon_mem_free_secret(char *s)
 	free(s);
 }
 
-size_t recon_st_mult(size_t a, size_t b)
+_Noreturn void recon_st_overflow(size_t a, char op, size_t b)
 {
-	if (b && a > SIZE_MAX / b) {
-		fprintf(stderr, "recon: size overflow: %zu * %zu\n", a, b);
-		abort();
-	}
-	return a * b;
-}
-
-size_t recon_st_add(size_t a, size_t b)
-{
-	if (a > SIZE_MAX - b) {
-		fprintf(stderr, "recon: size overflow: %zu + %zu\n", a, b);
-		abort();
-	}
-	return a + b;
+	fprintf(stderr, "recon: size overflow: %zu %c %zu\n", a, op, b);
+	abort();
 }
 
 /* The element count a growing array of `alloc` goes to, to hold `need` (> alloc). */
@@ -224,42 +212,27 @@ void recon_arena_reset(struct recon_arena *a)
 	a->total = a->head->size;
 }
 
-void *recon_arena_alloc(struct recon_arena *a, size_t n)
+void *recon_arena_alloc_block(struct recon_arena *a, size_t need)
 {
-	const size_t align = sizeof(max_align_t);
-	size_t need = recon_st_add(n, align - 1) & ~(align - 1);
+	/* a huge arena's first block is an ordinary one: a small run faults in only
+	   the pages it uses, a big one has its huge blocks from the second on */
+	const bool huge = a->huge && a->total >= ARENA_BLOCK;
+	const size_t min = huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
+	size_t bsize = need > min ? need : min;
+	struct recon_arena_block *b;
 	char *p;
 
-	if (!need)
-		need = align;
-	if ((size_t)(a->end - a->cur) < need || !a->cur) {
-		/* a huge arena's first block is an ordinary one: a small run faults in only
-		   the pages it uses, a big one has its huge blocks from the second on */
-		const bool huge = a->huge && a->total >= ARENA_BLOCK;
-		const size_t min =
-		    huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
-		size_t bsize = need > min ? need : min;
-		/* grow block size with the arena so big windows use few blocks */
-		if (a->total / 4 > bsize)
-			bsize = a->total / 4 > need ? a->total / 4 : need;
-		struct recon_arena_block *b = arena_block(huge, bsize);
-		b->next = a->head;
-		b->size = bsize;
-		a->head = b;
-		a->cur = (char *)b->data;
-		a->end = a->cur + bsize;
-		a->total += bsize;
-	}
+	/* grow block size with the arena so big windows use few blocks */
+	if (a->total / 4 > bsize)
+		bsize = a->total / 4 > need ? a->total / 4 : need;
+	b = arena_block(huge, bsize);
+	b->next = a->head;
+	b->size = bsize;
+	a->head = b;
+	a->cur = (char *)b->data;
+	a->end = a->cur + bsize;
+	a->total += bsize;
 	p = a->cur;
 	a->cur += need;
-	return p;
-}
-
-char *recon_arena_strndup(struct recon_arena *a, const char *s, size_t n)
-{
-	char *p = recon_arena_alloc(a, recon_st_add(n, 1));
-
-	memcpy(p, s, n);
-	p[n] = '\0';
 	return p;
 }

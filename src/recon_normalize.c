@@ -144,6 +144,17 @@ static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
  * decoder's replacement: the bytes were not valid in the source's encoding),
  * or bytes that are not UTF-8, naming the code point (or byte) and its offset.
  */
+/* Whether the 8 bytes at p are printable ASCII (0x20-0x7e). */
+static inline bool printable8(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	return !((((w - 0x2020202020202020ULL) | (w + 0x0101010101010101ULL)) & ~w &
+		  0x8080808080808080ULL) ||
+		 (w & 0x8080808080808080ULL));
+}
+
 static int check_key_chars(enum recon_col c, const char *s, size_t len, struct recon_err *err)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -153,14 +164,12 @@ static int check_key_chars(enum recon_col c, const char *s, size_t len, struct r
 	size_t j, n;
 
 	/* printable ASCII, 8 bytes at a time: no byte below 0x20, none above 0x7e */
-	for (j = 0; j + 8 <= len; j += 8) {
-		uint64_t w;
-		memcpy(&w, u + j, 8);
-		if (((w - 0x2020202020202020ULL) | (w + 0x0101010101010101ULL)) & ~w &
-			0x8080808080808080ULL ||
-		    w & 0x8080808080808080ULL)
+	for (j = 0; j + 8 <= len; j += 8)
+		if (!printable8(u + j))
 			break;
-	}
+	/* the last bytes: the 8 that end the key (some seen already) */
+	if (j < len && len >= 8 && j + 8 > len && printable8(u + len - 8))
+		return 0;
 	for (; j < len; j += n) {
 		if (u[j] >= 0x20 && u[j] < 0x7f) {
 			n = 1;
