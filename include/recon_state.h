@@ -259,6 +259,23 @@ RECON_MUSTCHECK int recon_state_action(struct recon_state *st, int64_t run_id, c
 				       const char *klass, const char *action, const char *outcome,
 				       int attempts, const char *error, struct recon_err *err);
 
+/* One action of a run, for recon_state_actions(). */
+struct recon_state_action_row {
+	const char *key, *klass, *action, *outcome;
+	int attempts;
+	const char *error; /* NULL: none */
+};
+/* How many rows recon_state_actions() writes with one statement. */
+#define RECON_STATE_ACTION_ROWS 32
+/*
+ * Records n actions of a run, in order: as recon_state_action() does each,
+ * RECON_STATE_ACTION_ROWS to a statement (a statement's step and reset were a
+ * third of recording a row).
+ */
+RECON_MUSTCHECK int recon_state_actions(struct recon_state *st, int64_t run_id,
+					const struct recon_state_action_row *rows, size_t n,
+					struct recon_err *err);
+
 /* Stores a run's action counts (JSON object) and retries. */
 RECON_MUSTCHECK int recon_state_run_actions(struct recon_state *st, int64_t run_id,
 					    const char *actions_json, uint64_t retries,

@@ -125,6 +125,43 @@ int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, 
 			       err);
 }
 
+#define ACTION_1  "(?, ?, ?, ?, ?, ?, ?)"
+#define ACTION_2  ACTION_1 ", " ACTION_1
+#define ACTION_8  ACTION_2 ", " ACTION_2 ", " ACTION_2 ", " ACTION_2
+#define ACTION_32 ACTION_8 ", " ACTION_8 ", " ACTION_8 ", " ACTION_8
+_Static_assert(RECON_STATE_ACTION_ROWS == 32, "actions_sql's rows");
+static const struct recon_state_sql actions_sql = {
+    "INSERT INTO actions (run_id, key, class, action, outcome, attempts, error) VALUES " ACTION_32,
+    "cannot record an action", 0};
+
+int recon_state_actions(struct recon_state *st, int64_t run_id,
+			const struct recon_state_action_row *rows, size_t n, struct recon_err *err)
+{
+	struct recon_state_arg args[RECON_STATE_ACTION_ROWS * 7 + 1];
+	int rc = 0;
+
+	for (; n >= RECON_STATE_ACTION_ROWS && rc == 0;
+	     rows += RECON_STATE_ACTION_ROWS, n -= RECON_STATE_ACTION_ROWS) {
+		for (size_t i = 0; i < RECON_STATE_ACTION_ROWS; i++) {
+			struct recon_state_arg *a = &args[7 * i];
+			a[0] = STATE_INT(run_id);
+			a[1] = STATE_TEXT(rows[i].key);
+			a[2] = STATE_TEXT(rows[i].klass);
+			a[3] = STATE_TEXT(rows[i].action);
+			a[4] = STATE_TEXT(rows[i].outcome);
+			a[5] = STATE_INT(rows[i].attempts);
+			a[6] = STATE_TEXT(rows[i].error);
+		}
+		args[7 * RECON_STATE_ACTION_ROWS] =
+		    (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
+		rc = recon_state_run(st, &actions_sql, args, err);
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = recon_state_action(st, run_id, rows[i].key, rows[i].klass, rows[i].action,
+					rows[i].outcome, rows[i].attempts, rows[i].error, err);
+	return rc;
+}
+
 /* ---- history ----------------------------------------------------------------- */
 
 static const struct recon_state_sql history_sql = {

@@ -927,6 +927,52 @@ static void test_state_checkpoints_beside_writes(void **state)
 	free(error);
 }
 
+/*
+ * recon_state_actions() writes rows as recon_state_action() does each, in
+ * order, whatever their number against its 32 a statement: 0, 1, 31, 32, 33
+ * and 70 rows, an error text on some.
+ */
+static void test_state_actions_many_rows(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_state_action_row rows[70];
+	char keys[70][48], errs[70][24], sql[200], buf[128];
+	const size_t counts[] = {0, 1, 31, 32, 33, 70};
+	struct recon_err err;
+	int64_t id, total = 0;
+
+	open_rw(fx);
+	id = begin_run(fx, D16, D17, true, D17 + HOUR);
+	recon_err_init(&err);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		for (size_t i = 0; i < counts[c]; i++) {
+			snprintf(keys[i], sizeof(keys[i]), "K%zu-%zu", c, i);
+			snprintf(errs[i], sizeof(errs[i]), "E%zu", i);
+			rows[i] =
+			    (struct recon_state_action_row){keys[i],  "extra",
+							    "ticket", i % 2 ? "would" : "failed",
+							    (int)i,   i % 3 ? NULL : errs[i]};
+		}
+		assert_int_equal(recon_state_batch_begin(fx->st, &err), 0);
+		assert_int_equal(recon_state_actions(fx->st, id, rows, counts[c], &err), 0);
+		assert_int_equal(recon_state_batch_end(fx->st, &err), 0);
+		total += (int64_t)counts[c];
+		assert_int_equal(q_int(fx->st, "SELECT count(*) FROM actions"), total);
+		for (size_t i = 0; i < counts[c]; i++) {
+			/* the i-th row of this call: its values, and rows in call order */
+			snprintf(
+			    sql, sizeof(sql),
+			    "SELECT key || '/' || outcome || '/' || attempts || '/' || "
+			    "coalesce(error, '-') FROM actions ORDER BY rowid LIMIT 1 OFFSET %lld",
+			    (long long)(total - (int64_t)counts[c] + (int64_t)i));
+			char want[128];
+			snprintf(want, sizeof(want), "%s/%s/%zu/%s", keys[i],
+				 i % 2 ? "would" : "failed", i, i % 3 ? "-" : errs[i]);
+			assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), want);
+		}
+	}
+}
+
 /* Two locks of one job from two open files (one process) conflict; unlock frees it. */
 static void test_state_lock_conflict(void **state)
 {
@@ -1029,6 +1075,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_dry_run_leaves_ledger, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_watermark_never_backwards, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_checkpoints_beside_writes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_actions_many_rows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_conflict, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_released_when_holder_dies, setup,
 					    teardown),
