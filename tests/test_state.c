@@ -966,8 +966,10 @@ static void test_state_actions_many_rows(void **state)
 			    "coalesce(error, '-') FROM actions ORDER BY rowid LIMIT 1 OFFSET %lld",
 			    (long long)(total - (int64_t)counts[c] + (int64_t)i));
 			char want[128];
-			snprintf(want, sizeof(want), "%s/%s/%zu/%s", keys[i],
-				 i % 2 ? "would" : "failed", i, i % 3 ? "-" : errs[i]);
+			const int n =
+			    snprintf(want, sizeof(want), "%s/%s/%zu/%s", keys[i],
+				     i % 2 ? "would" : "failed", i, i % 3 ? "-" : errs[i]);
+			assert_true(n > 0 && (size_t)n < sizeof(want));
 			assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), want);
 		}
 	}
