@@ -85,6 +85,14 @@ static inline struct srow srow_get(const unsigned char *p)
 	return r;
 }
 
+/* A narrow staged row's status, entry type and flags, from its sef byte. */
+static inline void sef_split(uint8_t sef, uint8_t *status, uint8_t *entry, uint8_t *flags)
+{
+	*status = sef & ((1u << SEF_ENTRY) - 1);
+	*entry = (uint8_t)(sef >> SEF_ENTRY & ((1u << (SEF_FLAGS - SEF_ENTRY)) - 1));
+	*flags = (uint8_t)(sef >> SEF_FLAGS);
+}
+
 /* Bytes between a staged row's header and its key, by its op. */
 static inline size_t srow_middle(uint8_t op)
 {
@@ -376,9 +384,7 @@ static size_t unstage(const struct recon_compare *cmp, const unsigned char *p, u
 		row->line = r.line;
 		cur_unpack(cur0, row->currency);
 		row->key_len = r.key_len;
-		row->status = r.sef & ((1u << SEF_ENTRY) - 1);
-		row->entry = (uint8_t)(r.sef >> SEF_ENTRY & ((1u << (SEF_FLAGS - SEF_ENTRY)) - 1));
-		row->flags = (uint8_t)(r.sef >> SEF_FLAGS);
+		sef_split(r.sef, &row->status, &row->entry, &row->flags);
 	}
 	row->key = (const char *)p + n;
 	*op = r.op & (uint8_t)~OP_WIDE;
@@ -402,9 +408,7 @@ static inline bool narrow_first(struct recon_compare *cmp, struct part *p, int s
 	n.time = sr->time;
 	n.line = sr->line;
 	n.cur = cur0;
-	n.status = sr->sef & ((1u << SEF_ENTRY) - 1);
-	n.entry = (uint8_t)(sr->sef >> SEF_ENTRY & ((1u << (SEF_FLAGS - SEF_ENTRY)) - 1));
-	n.flags = (uint8_t)(sr->sef >> SEF_FLAGS);
+	sef_split(sr->sef, &n.status, &n.entry, &n.flags);
 	n.fp_set = sr->op & OP_FP;
 	n.fp32 = 0;
 	if (n.fp_set)

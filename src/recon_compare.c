@@ -174,6 +174,12 @@ static void store_init(struct store *s, unsigned shift, unsigned bits, unsigned 
 	s->pool = pool;
 }
 
+/* The reference of the item at offset o of chunk c of store s. */
+static inline uint32_t store_ref(const struct store *s, size_t c, size_t o)
+{
+	return (uint32_t)((c << (s->bits - s->shift)) | (o >> s->shift)) | s->refbase;
+}
+
 /*
  * Allocates in a store (compare_internal.h); reference 0 is never handed out.
  * cmp and w: the compare and writer whose pool gives a pooled store its chunks.
@@ -206,7 +212,7 @@ static void *store_alloc(struct recon_compare *cmp, unsigned w, struct store *s,
 	}
 	off = s->used[s->n - 1];
 	s->used[s->n - 1] += size;
-	*ref = (uint32_t)(((s->n - 1) << (s->bits - s->shift)) | (off >> s->shift)) | s->refbase;
+	*ref = store_ref(s, s->n - 1, off);
 	return s->chunk[s->n - 1] + off;
 }
 
@@ -1822,6 +1828,13 @@ static bool plain_match(const struct recon_compare *cmp, const struct krec *r)
 	       r->u.n.up_amount >= 0 && !amounts_differ(cmp, r->u.n.up_amount, r->u.n.loc_amount);
 }
 
+/* A plain match whose local row lies in the window (not only in its margins). */
+static bool plain_in_window(const struct recon_compare *cmp, const struct krec *r)
+{
+	return plain_match(cmp, r) && cmp->tbase + r->loc_time >= cmp->win.start &&
+	       cmp->tbase + r->loc_time < cmp->win.end;
+}
+
 void recon_compare_rec_mark(const struct recon_compare *cmp, unsigned w, struct recmark *m)
 {
 	const struct store *s = &cmp->recs[w];
@@ -1838,12 +1851,10 @@ void recon_compare_prematch(struct recon_compare *cmp, unsigned w, const struct 
 		for (size_t o = c == m->c ? m->o : (c ? 0 : (size_t)1 << s->shift);
 		     o < s->used[c];) {
 			struct krec *r = (struct krec *)(s->chunk[c] + o);
-			const uint32_t ref =
-			    (uint32_t)((c << (s->bits - s->shift)) | (o >> s->shift)) | s->refbase;
+			const uint32_t ref = store_ref(s, c, o);
 			o += REC_SIZE(r->key_len);
 			/* classification: matched; the lookups: none; the contributions: nothing */
-			if (plain_match(cmp, r) && cmp->tbase + r->loc_time >= cmp->win.start &&
-			    cmp->tbase + r->loc_time < cmp->win.end) {
+			if (plain_in_window(cmp, r)) {
 				r->klass = RECON_CLASS_MATCHED;
 				r->up_kind |= U_PRE;
 				cmp->npre[w]++;
@@ -2170,9 +2181,7 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		if (r->klass < 0)
 			continue; /* not evaluated, or a row was rejected */
 		/* a plain match whose local row lies in the window: nothing to keep */
-		if (r->klass == RECON_CLASS_MATCHED && plain_match(cmp, r) &&
-		    cmp->tbase + r->loc_time >= cmp->win.start &&
-		    cmp->tbase + r->loc_time < cmp->win.end)
+		if (r->klass == RECON_CLASS_MATCHED && plain_in_window(cmp, r))
 			continue;
 		k = view(cmp, r, &tmp);
 		if (!up_touched(k))

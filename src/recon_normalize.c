@@ -138,12 +138,6 @@ static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
-/*
- * Refuses a key part holding a control character (C0, DEL, C1), an invisible
- * one (format, default-ignorable, separators), a noncharacter or U+FFFD (a
- * decoder's replacement: the bytes were not valid in the source's encoding),
- * or bytes that are not UTF-8, naming the code point (or byte) and its offset.
- */
 /* Whether the 8 bytes at p are printable ASCII (0x20-0x7e). */
 static inline bool printable8(const unsigned char *p)
 {
@@ -155,6 +149,12 @@ static inline bool printable8(const unsigned char *p)
 		 (w & 0x8080808080808080ULL));
 }
 
+/*
+ * Refuses a key part holding a control character (C0, DEL, C1), an invisible
+ * one (format, default-ignorable, separators), a noncharacter or U+FFFD (a
+ * decoder's replacement: the bytes were not valid in the source's encoding),
+ * or bytes that are not UTF-8, naming the code point (or byte) and its offset.
+ */
 static int check_key_chars(enum recon_col c, const char *s, size_t len, struct recon_err *err)
 {
 	const unsigned char *u = (const unsigned char *)s;
