@@ -722,7 +722,7 @@ void recon_compare_feeder_free(struct recon_compare_feeder *f)
 	cmp->built++;
 	pthread_cond_broadcast(&cmp->cv);
 	while (cmp->built < cmp->nfeeders)
-		pthread_cond_wait(&cmp->cv, &cmp->mu);
+		recon_compare_wait(cmp, RECON_COMPARE_WAIT_MS);
 	/* every record was made by a build: from here on, what changes is listed */
 	cmp->pre_on = !cmp->pre_off;
 	cmp->npre_total = cmp->npre[0] + cmp->npre[1];

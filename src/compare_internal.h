@@ -422,6 +422,16 @@ void recon_compare_part_reserve(struct recon_compare *cmp, struct part *p, uint6
 /* A block of BLOCK bytes (page aligned) from writer w's pool; lives until recon_compare_free(). */
 void *recon_compare_block(struct recon_compare *cmp, unsigned w);
 /*
+ * Waits on cmp->cv (mu held) for at most ms milliseconds; every wait on it
+ * is bounded and its condition looked at again after. A run once hung with
+ * both threads in untimed waits on cmp->cv while the counters said neither
+ * should wait (model_ledger, one run in ~1,700): a wake-up was lost, as
+ * Debian 12's glibc (2.36) can lose one (sourceware bug 25847). A bound turns
+ * such a loss into a 20 ms delay.
+ */
+#define RECON_COMPARE_WAIT_MS 20
+void recon_compare_wait(struct recon_compare *cmp, long ms);
+/*
  * While more(cmp) (called under mu) says so, keeps one slab faulted in ahead
  * for the next pool that needs one: a thread done reading takes over the
  * kernel's zeroing of fresh memory (most of a feeder's system time) from the

@@ -337,6 +337,17 @@ void recon_compare_on_wait(struct recon_compare *cmp, int (*fn)(void *arg, int s
 	cmp->on_wait_arg = arg;
 }
 
+void recon_compare_wait(struct recon_compare *cmp, long ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t); /* cv's clock */
+	t.tv_nsec += ms * 1000 * 1000;
+	t.tv_sec += t.tv_nsec / (1000 * 1000 * 1000);
+	t.tv_nsec %= 1000 * 1000 * 1000;
+	pthread_cond_timedwait(&cmp->cv, &cmp->mu, &t);
+}
+
 void recon_compare_prefault(struct recon_compare *cmp, int side,
 			    bool (*more)(struct recon_compare *cmp))
 {
@@ -353,20 +364,9 @@ void recon_compare_prefault(struct recon_compare *cmp, int side,
 			ask = did == 0;
 		}
 		if (cmp->spare) {
-			if (ask) {
-				/* woken by the other side's slab taken or its end; else a look
-				   at its work again in a millisecond (cv: CLOCK_MONOTONIC) */
-				struct timespec t;
-				clock_gettime(CLOCK_MONOTONIC, &t);
-				t.tv_nsec += 1000 * 1000;
-				if (t.tv_nsec >= 1000 * 1000 * 1000) {
-					t.tv_sec++;
-					t.tv_nsec -= 1000 * 1000 * 1000;
-				}
-				pthread_cond_timedwait(&cmp->cv, &cmp->mu, &t);
-			} else {
-				pthread_cond_wait(&cmp->cv, &cmp->mu);
-			}
+			/* woken by the other side's slab taken or its end; else a look at its
+			   work again in a millisecond */
+			recon_compare_wait(cmp, ask ? 1 : RECON_COMPARE_WAIT_MS);
 			continue;
 		}
 		pthread_mutex_unlock(&cmp->mu);
