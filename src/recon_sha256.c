@@ -19,12 +19,12 @@
 
 #define FILE_CHUNK (1u << 20) /* recon_sha256_file reads 1 MiB at a time */
 
-#ifndef RECON_HAVE_LIBCRYPTO
-/* ---- our own SHA-256, when built without libcrypto ---- */
+/* ---- our own SHA-256 (the SHA extensions where the CPU has them) ---- */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
+#define HAVE_SHANI 1
 #endif
 
 /* FIPS 180-4, 4.2.2: the first 32 bits of the fractional parts of the cube roots of the
@@ -102,62 +102,109 @@ static void compress(uint32_t h[8], const unsigned char *block)
 	h[7] += hh;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_SHANI 1
+#ifdef HAVE_SHANI
 /*
- * The same blocks with the x86 SHA extensions (Intel SHA-NI, AMD Zen): about
- * five times the portable speed, which matters when every statement byte is
- * hashed. Chosen at run time (cpuid); results are identical.
+ * The x86 SHA extensions (Intel SHA-NI, AMD Zen): about five times the
+ * portable speed. A hash value is kept as ABEF and CDGH, the order
+ * sha256rnds2 takes.
  */
-__attribute__((target("sha,sse4.1,ssse3"))) static void
-compress_shani(uint32_t h[8], const unsigned char *p, size_t nblocks)
+#define SHANI __attribute__((target("sha,sse4.1,ssse3")))
+
+SHANI static inline void shani_load(const uint32_t h[8], __m128i *abef, __m128i *cdgh)
+{
+	__m128i t = _mm_loadu_si128((const __m128i *)(const void *)&h[0]);
+	__m128i s = _mm_loadu_si128((const __m128i *)(const void *)&h[4]);
+
+	t = _mm_shuffle_epi32(t, 0xB1);	     /* CDAB */
+	s = _mm_shuffle_epi32(s, 0x1B);	     /* EFGH */
+	*abef = _mm_alignr_epi8(t, s, 8);    /* ABEF */
+	*cdgh = _mm_blend_epi16(s, t, 0xF0); /* CDGH */
+}
+
+SHANI static inline void shani_store(uint32_t h[8], __m128i abef, __m128i cdgh)
+{
+	__m128i t = _mm_shuffle_epi32(abef, 0x1B); /* FEBA */
+
+	cdgh = _mm_shuffle_epi32(cdgh, 0xB1);					    /* DCHG */
+	_mm_storeu_si128((__m128i *)(void *)&h[0], _mm_blend_epi16(t, cdgh, 0xF0)); /* DCBA */
+	_mm_storeu_si128((__m128i *)(void *)&h[4], _mm_alignr_epi8(cdgh, t, 8));    /* HGFE */
+}
+
+/*
+ * Four rounds (group g of 16) of a block whose first 16 bytes of group g are
+ * at p (g < 4); m[] holds the last four message words' vectors. Inline and
+ * unrolled: m[] stays in registers (twice the speed of a loop).
+ */
+#define SHANI_ROUNDS(g, p, m, s0, s1)                                                              \
+	do {                                                                                       \
+		__m128i t_, msg_;                                                                  \
+		if ((g) < 4) {                                                                     \
+			m[(g)] = _mm_shuffle_epi8(                                                 \
+			    _mm_loadu_si128((const __m128i *)(const void *)((p) + 16 * (g))),      \
+			    bswap);                                                                \
+		} else {                                                                           \
+			/* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], 4 at a time */      \
+			t_ = _mm_sha256msg1_epu32(m[(g)&3], m[((g) + 1) & 3]);                     \
+			t_ = _mm_add_epi32(                                                        \
+			    t_, _mm_alignr_epi8(m[((g) + 3) & 3], m[((g) + 2) & 3], 4));           \
+			m[(g)&3] = _mm_sha256msg2_epu32(t_, m[((g) + 3) & 3]);                     \
+		}                                                                                  \
+		msg_ = _mm_add_epi32(m[(g)&3],                                                     \
+				     _mm_loadu_si128((const __m128i *)(const void *)&K[4 * (g)])); \
+		s1 = _mm_sha256rnds2_epu32(s1, s0, msg_);                                          \
+		msg_ = _mm_shuffle_epi32(msg_, 0x0E);                                              \
+		s0 = _mm_sha256rnds2_epu32(s0, s1, msg_);                                          \
+	} while (0)
+
+SHANI static void compress_shani(uint32_t h[8], const unsigned char *p, size_t nblocks)
 {
 	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
-	__m128i s0, s1, t, m[4], msg, abef, cdgh;
+	__m128i s0, s1, m[4];
 
-	t = _mm_loadu_si128((const __m128i *)(const void *)&h[0]);
-	s1 = _mm_loadu_si128((const __m128i *)(const void *)&h[4]);
-	t = _mm_shuffle_epi32(t, 0xB1);	   /* CDAB */
-	s1 = _mm_shuffle_epi32(s1, 0x1B);  /* EFGH */
-	s0 = _mm_alignr_epi8(t, s1, 8);	   /* ABEF */
-	s1 = _mm_blend_epi16(s1, t, 0xF0); /* CDGH */
+	shani_load(h, &s0, &s1);
 	for (; nblocks; nblocks--, p += 64) {
-		abef = s0;
-		cdgh = s1;
-		/* unrolled whole, m[] stays in registers: twice the speed of a loop */
+		const __m128i abef = s0, cdgh = s1;
 #pragma GCC unroll 16
-		for (int g = 0; g < 16; g++) {
-			if (g < 4) {
-				m[g] = _mm_shuffle_epi8(
-				    _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * g)),
-				    bswap);
-			} else {
-				/* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], 4 at a time
-				 */
-				t = _mm_sha256msg1_epu32(m[g & 3], m[(g + 1) & 3]);
-				t = _mm_add_epi32(
-				    t, _mm_alignr_epi8(m[(g + 3) & 3], m[(g + 2) & 3], 4));
-				m[g & 3] = _mm_sha256msg2_epu32(t, m[(g + 3) & 3]);
-			}
-			msg = _mm_add_epi32(
-			    m[g & 3], _mm_loadu_si128((const __m128i *)(const void *)&K[4 * g]));
-			s1 = _mm_sha256rnds2_epu32(s1, s0, msg);
-			msg = _mm_shuffle_epi32(msg, 0x0E);
-			s0 = _mm_sha256rnds2_epu32(s0, s1, msg);
-		}
+		for (int g = 0; g < 16; g++)
+			SHANI_ROUNDS(g, p, m, s0, s1);
 		s0 = _mm_add_epi32(s0, abef);
 		s1 = _mm_add_epi32(s1, cdgh);
 	}
-	t = _mm_shuffle_epi32(s0, 0x1B);   /* FEBA */
-	s1 = _mm_shuffle_epi32(s1, 0xB1);  /* DCHG */
-	s0 = _mm_blend_epi16(t, s1, 0xF0); /* DCBA */
-	s1 = _mm_alignr_epi8(s1, t, 8);	   /* ABEF */
-	_mm_storeu_si128((__m128i *)(void *)&h[0], s0);
-	_mm_storeu_si128((__m128i *)(void *)&h[4], s1);
+	shani_store(h, s0, s1);
+}
+
+/*
+ * n blocks of two streams at once, their rounds interleaved: a round waits
+ * for the one before it in its own stream only, so two streams fill the
+ * latency one leaves idle (1.4x the bytes per second of one at a time here,
+ * bench/README.md).
+ */
+SHANI static void compress_shani2(uint32_t ha[8], const unsigned char *p, uint32_t hb[8],
+				  const unsigned char *q, size_t nblocks)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+	__m128i s0, s1, u0, u1, m[4], n[4];
+
+	shani_load(ha, &s0, &s1);
+	shani_load(hb, &u0, &u1);
+	for (; nblocks; nblocks--, p += 64, q += 64) {
+		const __m128i abef = s0, cdgh = s1, abef2 = u0, cdgh2 = u1;
+#pragma GCC unroll 16
+		for (int g = 0; g < 16; g++) {
+			SHANI_ROUNDS(g, p, m, s0, s1);
+			SHANI_ROUNDS(g, q, n, u0, u1);
+		}
+		s0 = _mm_add_epi32(s0, abef);
+		s1 = _mm_add_epi32(s1, cdgh);
+		u0 = _mm_add_epi32(u0, abef2);
+		u1 = _mm_add_epi32(u1, cdgh2);
+	}
+	shani_store(ha, s0, s1);
+	shani_store(hb, u0, u1);
 }
 
 /* cpuid: SHA (leaf 7 EBX bit 29), SSE4.1 and SSSE3 (leaf 1 ECX bits 19 and 9). */
-static bool have_shani(void)
+static bool cpu_has_shani(void)
 {
 	unsigned a, b, c, d;
 
@@ -169,12 +216,27 @@ static bool have_shani(void)
 }
 #endif
 
-/* Whole blocks: the SHA extensions for long runs when the CPU has them. */
+/* Whether the SHA extensions are there; cpuid is asked once (a microsecond in a VM). */
+static bool shani(void)
+{
+#ifdef HAVE_SHANI
+	static atomic_int known; /* 0 not asked yet, 1 yes, 2 no */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+
+	if (!k) {
+		k = cpu_has_shani() ? 1 : 2;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 1;
+#else
+	return false;
+#endif
+}
+
 static void compress_blocks(uint32_t h[8], const unsigned char *p, size_t nblocks)
 {
 #ifdef HAVE_SHANI
-	/* asking cpuid costs a microsecond in a VM: only for long runs */
-	if (nblocks >= 64 && have_shani()) {
+	if (nblocks && shani()) {
 		compress_shani(h, p, nblocks);
 		return;
 	}
@@ -183,40 +245,75 @@ static void compress_blocks(uint32_t h[8], const unsigned char *p, size_t nblock
 		compress(h, p);
 }
 
-void recon_sha256_init(struct recon_sha256 *c)
+static void own_init(struct recon_sha256 *c)
 {
 	memcpy(c->u.own.h, H0, sizeof(c->u.own.h));
 	c->u.own.len = 0;
 	c->u.own.fill = 0;
 }
 
-void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n)
+/* Tops up a partial block from *p (compressed once whole); what is left follows. */
+static void own_head(struct recon_sha256 *c, const unsigned char **p, size_t *n)
+{
+	size_t take;
+
+	if (!c->u.own.fill)
+		return;
+	take = 64 - c->u.own.fill < *n ? 64 - c->u.own.fill : *n;
+	memcpy(c->u.own.block + c->u.own.fill, *p, take);
+	c->u.own.fill += take;
+	*p += take;
+	*n -= take;
+	if (c->u.own.fill == 64) {
+		compress(c->u.own.h, c->u.own.block);
+		c->u.own.fill = 0;
+	}
+}
+
+/* Whole blocks straight from the input (no copy), the tail kept; no partial block before. */
+static void own_rest(struct recon_sha256 *c, const unsigned char *p, size_t n)
+{
+	if (!n)
+		return;
+	compress_blocks(c->u.own.h, p, n / 64);
+	p += n / 64 * 64;
+	n %= 64;
+	memcpy(c->u.own.block, p, n);
+	c->u.own.fill = n;
+}
+
+static void own_update(struct recon_sha256 *c, const void *p, size_t n)
 {
 	const unsigned char *in = p;
 
 	c->u.own.len += n;
-	if (c->u.own.fill) {
-		size_t take = 64 - c->u.own.fill < n ? 64 - c->u.own.fill : n;
-		memcpy(c->u.own.block + c->u.own.fill, in, take);
-		c->u.own.fill += take;
-		in += take;
-		n -= take;
-		if (c->u.own.fill < 64)
-			return;
-		compress(c->u.own.h, c->u.own.block);
-		c->u.own.fill = 0;
-	}
-	/* Whole blocks straight from the input: no copy. */
-	compress_blocks(c->u.own.h, in, n / 64);
-	in += n / 64 * 64;
-	n %= 64;
-	if (n) {
-		memcpy(c->u.own.block, in, n);
-		c->u.own.fill = n;
-	}
+	own_head(c, &in, &n);
+	own_rest(c, in, n);
 }
 
-void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
+/* The same as own_update(a, p, n) and own_update(b, q, m), the blocks they share side by side. */
+static void own_update2(struct recon_sha256 *a, const unsigned char *p, size_t n,
+			struct recon_sha256 *b, const unsigned char *q, size_t m)
+{
+	a->u.own.len += n;
+	b->u.own.len += m;
+	own_head(a, &p, &n);
+	own_head(b, &q, &m);
+#ifdef HAVE_SHANI
+	if (n >= 64 && m >= 64 && !a->u.own.fill && !b->u.own.fill && shani()) {
+		const size_t k = (n < m ? n : m) / 64;
+		compress_shani2(a->u.own.h, p, b->u.own.h, q, k);
+		p += 64 * k;
+		n -= 64 * k;
+		q += 64 * k;
+		m -= 64 * k;
+	}
+#endif
+	own_rest(a, p, n);
+	own_rest(b, q, m);
+}
+
+static void own_final_hex(struct recon_sha256 *c, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";
 	uint64_t bits = c->u.own.len * 8; /* FIPS 180-4, 5.1.1: the length in bits, mod 2^64 */
@@ -237,51 +334,72 @@ void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
 			hex[8 * i + j] = digits[(c->u.own.h[i] >> (28 - 4 * j)) & 0xf];
 	}
 	hex[64] = '\0';
-	/* Leave the context in a defined state; it must be re-initialised before reuse. */
-	recon_sha256_init(c);
 }
 
-#else /* RECON_HAVE_LIBCRYPTO */
-_Static_assert(sizeof(SHA256_CTX) <= sizeof(((struct recon_sha256 *)0)->u.ossl),
-	       "struct recon_sha256 holds a SHA256_CTX");
-
+/*
+ * Ours where the CPU has the SHA extensions (as fast as libcrypto's on one
+ * stream, and it can hash two streams at once: recon_sha_lane_pair);
+ * libcrypto's, when built with it, where it has not.
+ */
 void recon_sha256_init(struct recon_sha256 *c)
 {
-	SHA256_CTX x;
-
-	SHA256_Init(&x);
-	memcpy(c->u.ossl, &x, sizeof(x));
+#ifdef RECON_HAVE_LIBCRYPTO
+	c->own = shani();
+	if (!c->own) {
+		SHA256_CTX x;
+		_Static_assert(sizeof(SHA256_CTX) <= sizeof(c->u.ossl),
+			       "struct recon_sha256 holds a SHA256_CTX");
+		SHA256_Init(&x);
+		memcpy(c->u.ossl, &x, sizeof(x));
+		return;
+	}
+#else
+	c->own = true;
+#endif
+	own_init(c);
 }
 
 void recon_sha256_update(struct recon_sha256 *c, const void *p, size_t n)
 {
-	SHA256_CTX x;
-
-	memcpy(&x, c->u.ossl, sizeof(x));
-	SHA256_Update(&x, p, n);
-	memcpy(c->u.ossl, &x, sizeof(x));
+#ifdef RECON_HAVE_LIBCRYPTO
+	if (!c->own) {
+		SHA256_CTX x;
+		memcpy(&x, c->u.ossl, sizeof(x));
+		SHA256_Update(&x, p, n);
+		memcpy(c->u.ossl, &x, sizeof(x));
+		return;
+	}
+#endif
+	own_update(c, p, n);
 }
 
 void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65])
 {
-	static const char digits[] = "0123456789abcdef";
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256_CTX x;
-
-	memcpy(&x, c->u.ossl, sizeof(x));
-	SHA256_Final(md, &x);
-	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 0xf];
+#ifdef RECON_HAVE_LIBCRYPTO
+	if (!c->own) {
+		static const char digits[] = "0123456789abcdef";
+		unsigned char md[SHA256_DIGEST_LENGTH];
+		SHA256_CTX x;
+		memcpy(&x, c->u.ossl, sizeof(x));
+		SHA256_Final(md, &x);
+		for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+			hex[2 * i] = digits[md[i] >> 4];
+			hex[2 * i + 1] = digits[md[i] & 0xf];
+		}
+		hex[64] = '\0';
+		recon_sha256_init(c);
+		return;
 	}
-	hex[64] = '\0';
+#endif
+	own_final_hex(c, hex);
+	/* Leave the context in a defined state; it must be re-initialised before reuse. */
 	recon_sha256_init(c);
 }
-#endif
 
 /* ---- lanes ---- */
 
-#define LANE_SLOTS 4
+/* 8: a paired lane's reader finds one queued beside nearly each of its pieces (4: 70-85%) */
+#define LANE_SLOTS 8
 #define LANE_SLOT  ((size_t)1 << 20) /* bigger updates go through in pieces */
 
 struct recon_sha_lane {
@@ -292,6 +410,9 @@ struct recon_sha_lane {
 	unsigned char *slot[LANE_SLOTS];
 	size_t len[LANE_SLOTS];
 	size_t head, tail; /* queued: [head, tail), counting up; a slot is head % LANE_SLOTS */
+	/* recon_sha_lane_pair: a lane whose queued buffers this one's reader hashes beside its own
+	 */
+	_Atomic(struct recon_sha_lane *) partner;
 };
 
 struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx)
@@ -302,6 +423,7 @@ struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx)
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_mutex_init(&l->hash_mu, NULL);
 	atomic_init(&l->helped, false);
+	atomic_init(&l->partner, NULL);
 	return l;
 }
 
@@ -335,6 +457,51 @@ void recon_sha_lane_flush(struct recon_sha_lane *l)
 	pthread_mutex_unlock(&l->hash_mu);
 }
 
+/*
+ * The reader of a paired lane l: its k bytes at b hashed beside the oldest
+ * buffer its partner queued, both streams' blocks at once. false, having
+ * done nothing, when there is no partner or it has nothing queued.
+ */
+static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k)
+{
+	struct recon_sha_lane *q = atomic_load_explicit(&l->partner, memory_order_acquire);
+	bool any;
+	size_t i;
+
+	if (!q)
+		return false;
+	pthread_mutex_lock(&q->mu);
+	any = q->head != q->tail;
+	pthread_mutex_unlock(&q->mu);
+	if (!any)
+		return false;
+	/*
+	 * Its own lane first, then the partner's, waiting while the partner's
+	 * reader hashes one buffer itself (its queue was full). Nobody holding the
+	 * partner's waits for this lane: its reader hashes only its own lane, and
+	 * it helps this one (a try, never a wait) only once it has read all.
+	 */
+	pthread_mutex_lock(&l->hash_mu);
+	pthread_mutex_lock(&q->hash_mu);
+	while (lane_hash_one(l))
+		; /* what this lane queued before (a helper came and went): first, in order */
+	pthread_mutex_lock(&q->mu);
+	any = q->head != q->tail;
+	i = q->head % LANE_SLOTS;
+	pthread_mutex_unlock(&q->mu);
+	if (any) {
+		own_update2(l->ctx, b, k, q->ctx, q->slot[i], q->len[i]);
+		pthread_mutex_lock(&q->mu);
+		q->head++;
+		pthread_mutex_unlock(&q->mu);
+	} else {
+		recon_sha256_update(l->ctx, b, k);
+	}
+	pthread_mutex_unlock(&q->hash_mu);
+	pthread_mutex_unlock(&l->hash_mu);
+	return true;
+}
+
 void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
 {
 	const unsigned char *b = p;
@@ -343,8 +510,22 @@ void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
 		size_t k = n < LANE_SLOT ? n : LANE_SLOT;
 		bool queued = false;
 
+		if (lane_pair(l, b, k)) {
+			b += k;
+			n -= k;
+			continue;
+		}
 		if (atomic_load_explicit(&l->helped, memory_order_relaxed)) {
 			pthread_mutex_lock(&l->mu);
+			if (l->tail - l->head == LANE_SLOTS &&
+			    pthread_mutex_trylock(&l->hash_mu) == 0) {
+				/* full: the oldest hashed here, so that the queue stays full for
+				   the one hashing it beside its own */
+				pthread_mutex_unlock(&l->mu);
+				(void)lane_hash_one(l);
+				pthread_mutex_unlock(&l->hash_mu);
+				pthread_mutex_lock(&l->mu);
+			}
 			if (l->tail - l->head < LANE_SLOTS) {
 				size_t i = l->tail % LANE_SLOTS;
 				if (!l->slot[i])
@@ -367,6 +548,22 @@ void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
 		b += k;
 		n -= k;
 	}
+}
+
+bool recon_sha_lane_pair(struct recon_sha_lane *reader, struct recon_sha_lane *queuer)
+{
+	if (!reader || !queuer || reader == queuer || !reader->ctx->own || !queuer->ctx->own ||
+	    !shani())
+		return false;
+	atomic_store_explicit(&queuer->helped, true, memory_order_relaxed);
+	atomic_store_explicit(&reader->partner, queuer, memory_order_release);
+	return true;
+}
+
+void recon_sha_lane_unpair(struct recon_sha_lane *reader)
+{
+	if (reader)
+		atomic_store_explicit(&reader->partner, NULL, memory_order_release);
 }
 
 bool recon_sha_lane_help(struct recon_sha_lane *l)

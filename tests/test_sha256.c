@@ -214,6 +214,21 @@ static void test_sha256_file_directory(void **state)
 	assert_non_null(strstr(err.msg, "'/'"));
 }
 
+/* Bytes of a xorshift stream from seed x (the lane tests' inputs). */
+static unsigned char *noise(size_t n, uint64_t x)
+{
+	unsigned char *d = malloc(n ? n : 1);
+
+	assert_non_null(d);
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		d[i] = (unsigned char)x;
+	}
+	return d;
+}
+
 /* A helper thread for the lane tests: helps until told to stop. */
 struct helper {
 	struct recon_sha_lane *lane;
@@ -239,18 +254,10 @@ static void *help_loop(void *arg)
 static void test_sha256_lane_same_digest(void **state)
 {
 	const size_t total = (9u << 20) + 12345;
-	unsigned char *data = malloc(total);
+	unsigned char *data = noise(total, 88172645463325252ULL);
 	char want[65], got[65];
-	uint64_t x = 88172645463325252ULL;
 
 	(void)state;
-	assert_non_null(data);
-	for (size_t i = 0; i < total; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		data[i] = (unsigned char)x;
-	}
 	recon_sha256_hex(data, total, want);
 	for (int helped = 0; helped < 2; helped++) {
 		struct recon_sha256 ctx;
@@ -281,6 +288,125 @@ static void test_sha256_lane_same_digest(void **state)
 	free(data);
 }
 
+/*
+ * Two paired lanes, one thread, their updates taking turns: the queuer's
+ * pieces queue, the reader's are hashed beside them, both streams' blocks at
+ * once. Pieces of every size (1 byte to 2 MiB, most not whole blocks), so
+ * each side meets the other with a partial block held, both as one-shot
+ * digests; then the same with the reader's input the longer one.
+ */
+static void test_sha256_lane_pair_one_thread(void **state)
+{
+	const size_t len[2][2] = {{(3u << 20) + 77, (5u << 20) + 1001}, {(6u << 20) + 3, 4099}};
+
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		unsigned char *in[2];
+		struct recon_sha256 ctx[2];
+		struct recon_sha_lane *lane[2];
+		char want[2][65], got[65];
+		size_t o[2] = {0, 0}, step = 63;
+		bool paired;
+
+		for (int i = 0; i < 2; i++) {
+			in[i] = noise(len[c][i], 0x9E3779B97F4A7C15ULL + (uint64_t)(2 * c + i));
+			recon_sha256_hex(in[i], len[c][i], want[i]);
+			recon_sha256_init(&ctx[i]);
+			lane[i] = recon_sha_lane_new(&ctx[i]);
+		}
+		/* lane 0 reads beside what lane 1 queues */
+		paired = recon_sha_lane_pair(lane[0], lane[1]);
+		print_message("lanes paired: %s\n", paired ? "yes" : "no (no SHA extensions)");
+		while (o[0] < len[c][0] || o[1] < len[c][1]) {
+			for (int i = 1; i >= 0; i--) {
+				size_t n = step < len[c][i] - o[i] ? step : len[c][i] - o[i];
+				recon_sha_lane_update(lane[i], in[i] + o[i], n);
+				o[i] += n;
+				step = step * 5 % ((2u << 20) + 13) + 1;
+			}
+		}
+		recon_sha_lane_unpair(lane[0]);
+		for (int i = 0; i < 2; i++) {
+			recon_sha_lane_flush(lane[i]);
+			recon_sha256_final_hex(&ctx[i], got);
+			assert_string_equal(got, want[i]);
+			recon_sha_lane_free(lane[i]);
+			free(in[i]);
+		}
+	}
+}
+
+/* One side of the two-thread pairing test. */
+struct pair_side {
+	struct recon_sha_lane *lane, *other;
+	const unsigned char *in;
+	size_t len, step;
+	atomic_int *done; /* sides that have read all */
+};
+
+static void *pair_read(void *arg)
+{
+	struct pair_side *p = arg;
+
+	for (size_t o = 0; o < p->len;) {
+		size_t n = p->step < p->len - o ? p->step : p->len - o;
+		recon_sha_lane_update(p->lane, p->in + o, n);
+		o += n;
+	}
+	recon_sha_lane_flush(p->lane);
+	atomic_fetch_add(p->done, 1);
+	/* done first: helps the other until it is done too, as the readers of a run do */
+	while (atomic_load(p->done) < 2)
+		(void)recon_sha_lane_help(p->other);
+	return NULL;
+}
+
+/*
+ * Paired lanes read on two threads at once, as a run's two readers do: the
+ * queuer's input the longer, then the shorter (the reader done first helps
+ * the other, as in a run). Both digests are the one-shot ones.
+ */
+static void test_sha256_lane_pair_two_threads(void **state)
+{
+	const size_t len[2][2] = {{(7u << 20) + 5, (13u << 20) + 99}, {(11u << 20) + 1, 3u << 20}};
+
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		struct recon_sha256 ctx[2];
+		struct pair_side side[2];
+		unsigned char *in[2];
+		char want[2][65], got[65];
+		atomic_int done;
+		pthread_t th;
+
+		atomic_init(&done, 0);
+		for (int i = 0; i < 2; i++) {
+			in[i] = noise(len[c][i], 0xD1B54A32D192ED03ULL * (uint64_t)(2 * c + i + 1));
+			recon_sha256_hex(in[i], len[c][i], want[i]);
+			recon_sha256_init(&ctx[i]);
+			side[i].lane = recon_sha_lane_new(&ctx[i]);
+			side[i].in = in[i];
+			side[i].len = len[c][i];
+			side[i].done = &done;
+		}
+		side[0].other = side[1].lane;
+		side[1].other = side[0].lane;
+		side[0].step = (1u << 20) - 7; /* a read's size, about */
+		side[1].step = (1u << 20) + 333;
+		(void)recon_sha_lane_pair(side[0].lane, side[1].lane);
+		assert_int_equal(pthread_create(&th, NULL, pair_read, &side[1]), 0);
+		(void)pair_read(&side[0]);
+		pthread_join(th, NULL);
+		recon_sha_lane_unpair(side[0].lane);
+		for (int i = 0; i < 2; i++) {
+			recon_sha256_final_hex(&ctx[i], got);
+			assert_string_equal(got, want[i]);
+			recon_sha_lane_free(side[i].lane);
+			free(in[i]);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +423,8 @@ int main(void)
 	    cmocka_unit_test(test_sha256_file_missing),
 	    cmocka_unit_test(test_sha256_file_directory),
 	    cmocka_unit_test(test_sha256_lane_same_digest),
+	    cmocka_unit_test(test_sha256_lane_pair_one_thread),
+	    cmocka_unit_test(test_sha256_lane_pair_two_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
