@@ -32,9 +32,9 @@ struct recon_state;
 /*
  * Gives SQLite an allocator whose page-sized allocations come from memory in
  * huge pages (src/state_mem.c); smaller ones stay SQLite's own. Turns SQLite's
- * memory statistics off (sqlite3_memory_used() says 0). Called once, first
- * thing in main(), before SQLite's first use: called later, it changes
- * nothing.
+ * memory statistics off (sqlite3_memory_used() says 0), and keeps statement
+ * journals in memory (up to 4 MiB a statement). Called once, first thing in
+ * main(), before SQLite's first use: called later, it changes nothing.
  */
 void recon_state_memory_setup(void);
 /* Bytes of huge-page memory the allocator above holds (0 while unused or not set up). */
@@ -266,11 +266,12 @@ struct recon_state_action_row {
 	const char *error; /* NULL: none */
 };
 /* How many rows recon_state_actions() writes with one statement. */
-#define RECON_STATE_ACTION_ROWS 32
+#define RECON_STATE_ACTION_ROWS 128
 /*
  * Records n actions of a run, in order: as recon_state_action() does each,
  * RECON_STATE_ACTION_ROWS to a statement (a statement's step and reset were a
- * third of recording a row).
+ * third of recording a row). Such a statement keeps a journal of the pages it
+ * changes: in memory after recon_state_memory_setup().
  */
 RECON_MUSTCHECK int recon_state_actions(struct recon_state *st, int64_t run_id,
 					const struct recon_state_action_row *rows, size_t n,

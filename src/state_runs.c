@@ -125,13 +125,14 @@ int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, 
 			       err);
 }
 
-#define ACTION_1  "(?, ?, ?, ?, ?, ?, ?)"
-#define ACTION_2  ACTION_1 ", " ACTION_1
-#define ACTION_8  ACTION_2 ", " ACTION_2 ", " ACTION_2 ", " ACTION_2
-#define ACTION_32 ACTION_8 ", " ACTION_8 ", " ACTION_8 ", " ACTION_8
-_Static_assert(RECON_STATE_ACTION_ROWS == 32, "actions_sql's rows");
+#define ACTION_1   "(?, ?, ?, ?, ?, ?, ?)"
+#define ACTION_2   ACTION_1 ", " ACTION_1
+#define ACTION_8   ACTION_2 ", " ACTION_2 ", " ACTION_2 ", " ACTION_2
+#define ACTION_32  ACTION_8 ", " ACTION_8 ", " ACTION_8 ", " ACTION_8
+#define ACTION_128 ACTION_32 ", " ACTION_32 ", " ACTION_32 ", " ACTION_32
+_Static_assert(RECON_STATE_ACTION_ROWS == 128, "actions_sql's rows");
 static const struct recon_state_sql actions_sql = {
-    "INSERT INTO actions (run_id, key, class, action, outcome, attempts, error) VALUES " ACTION_32,
+    "INSERT INTO actions (run_id, key, class, action, outcome, attempts, error) VALUES " ACTION_128,
     "cannot record an action", 0};
 
 int recon_state_actions(struct recon_state *st, int64_t run_id,

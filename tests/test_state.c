@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -932,15 +933,44 @@ static void test_state_checkpoints_beside_writes(void **state)
  * order, whatever their number against its 32 a statement: 0, 1, 31, 32, 33
  * and 70 rows, an error text on some.
  */
+/*
+ * Files under dir this process holds open (SQLite unlinks its temporary
+ * files as it opens them: the folder looks empty, the descriptor stays).
+ */
+static int open_files_under(const char *dir)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char link[PATH_MAX + 32], target[PATH_MAX];
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		ssize_t len;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		if ((len = readlink(link, target, sizeof(target) - 1)) <= 0)
+			continue;
+		target[len] = '\0';
+		n += strncmp(target, dir, strlen(dir)) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
 static void test_state_actions_many_rows(void **state)
 {
 	struct fixture *fx = *state;
-	struct recon_state_action_row rows[70];
-	char keys[70][48], errs[70][24], sql[200], buf[128];
-	const size_t counts[] = {0, 1, 31, 32, 33, 70};
+	enum { R = RECON_STATE_ACTION_ROWS, MAX = 2 * R + 6 };
+	struct recon_state_action_row rows[MAX];
+	char keys[MAX][48], errs[MAX][24], sql[200], buf[128], tmp[sizeof(fx->dir) + 8];
+	const size_t counts[] = {0, 1, R - 1, R, R + 1, MAX};
 	struct recon_err err;
 	int64_t id, total = 0;
 
+	/* SQLite's temporary files go here: a statement journal spilled would be one */
+	snprintf(tmp, sizeof(tmp), "%s/tmp", fx->dir);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	sqlite3_temp_directory = sqlite3_mprintf("%s", tmp); /* SQLITE_TMPDIR: read at startup */
 	open_rw(fx);
 	id = begin_run(fx, D16, D17, true, D17 + HOUR);
 	recon_err_init(&err);
@@ -955,6 +985,8 @@ static void test_state_actions_many_rows(void **state)
 		}
 		assert_int_equal(recon_state_batch_begin(fx->st, &err), 0);
 		assert_int_equal(recon_state_actions(fx->st, id, rows, counts[c], &err), 0);
+		/* the statements' journals stayed in memory (recon_state_memory_setup) */
+		assert_int_equal(open_files_under(tmp), 0);
 		assert_int_equal(recon_state_batch_end(fx->st, &err), 0);
 		total += (int64_t)counts[c];
 		assert_int_equal(q_int(fx->st, "SELECT count(*) FROM actions"), total);
@@ -973,6 +1005,8 @@ static void test_state_actions_many_rows(void **state)
 			assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), want);
 		}
 	}
+	sqlite3_free(sqlite3_temp_directory);
+	sqlite3_temp_directory = NULL;
 }
 
 /* Two locks of one job from two open files (one process) conflict; unlock frees it. */
@@ -1058,6 +1092,7 @@ static void test_state_lock_released_when_holder_dies(void **state)
 
 int main(void)
 {
+	recon_state_memory_setup(); /* as recon's main() does, before SQLite's first use */
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_state_open_creates_and_migrates, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_reopen_idempotent, setup, teardown),
