@@ -634,6 +634,49 @@ static void test_state_rejects(void **state)
 	assert_int_equal(fx->err.code, 0);
 }
 
+/*
+ * A run's differences are recorded several to a statement: counts around a
+ * statement's rows (64) and beyond, each run's rows all there, each its own
+ * key's line. Dry runs (no ledger) and real ones take the same way.
+ */
+static void test_state_run_differences_many(void **state)
+{
+	struct fixture *fx = *state;
+	const size_t counts[] = {0, 1, 63, 64, 65, 133};
+	char sql[160], buf[128], want[128];
+
+	open_rw(fx);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		const bool ledger = c % 2;
+		struct recon_window win;
+		struct recon_compare *cmp;
+		int64_t run = begin_run(fx, D16, D17, !ledger, D17 + HOUR + (int64_t)c);
+
+		cmp = new_cmp(fx, 2024, 1, 16, &win);
+		for (size_t i = 0; i < counts[c]; i++) {
+			char key[32];
+			snprintf(key, sizeof(key), "K%zu-%03zu", c, i);
+			up_entry(cmp, key, RECON_ENTRY_PAYMENT, 100 + (int64_t)i, D16 + HOUR);
+		}
+		(void)record_items(fx, cmp, run, D17 + HOUR, ledger);
+		recon_compare_free(cmp);
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM run_differences WHERE run_id = %lld",
+			 (long long)run);
+		assert_int_equal(q_int(fx->st, sql), (int64_t)counts[c]);
+		for (size_t i = 0; i < counts[c]; i++) {
+			snprintf(sql, sizeof(sql),
+				 "SELECT json FROM run_differences WHERE run_id = %lld AND key = "
+				 "'K%zu-%03zu'",
+				 (long long)run, c, i);
+			snprintf(want, sizeof(want),
+				 "{\"run\":%lld,\"key\":\"K%zu-%03zu\",\"class\":\"missing\"}",
+				 (long long)run, c, i);
+			assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), want);
+		}
+	}
+}
+
 /* Two runs finding the same difference: first_seen stays, last_seen moves. */
 static void test_state_ledger_first_last_seen(void **state)
 {
@@ -1113,6 +1156,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_watermark_never_backwards, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_checkpoints_beside_writes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_actions_many_rows, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_run_differences_many, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_conflict, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_released_when_holder_dies, setup,
 					    teardown),
