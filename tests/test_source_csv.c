@@ -340,6 +340,71 @@ static void test_source_csv_paths_agree(void **state)
 	recon_source_csv.ops->close(src);
 }
 
+/*
+ * Plain lines of every length to about 200 bytes, a delimiter on and around
+ * each 16- and 64-byte boundary (the splitter's looks), some with UTF-8 or a
+ * quote past the first 64 bytes, each followed by the same cells quoted
+ * (libcsv's path): every row's cells are the ones written. Run with and
+ * without AVX-512 (ctest test_source_csv and test_source_csv_no_avx512).
+ */
+static void test_source_csv_wide_lines(void **state)
+{
+	enum { LINES = 150, CELL = 96 };
+	struct fixture *fx = *state;
+	static char text[LINES * 2 * 4 * (CELL + 4) + 64], cell[LINES][4][CELL];
+	static const char *const col[4] = {"k", "a", "b", "c"};
+	const enum recon_col cols[4] = {RECON_COL_KEY0, RECON_COL_AMOUNT, RECON_COL_STATUS,
+					RECON_COL_CURRENCY};
+	struct recon_side sd;
+	struct recon_source *src;
+	size_t o = 0;
+
+	o += (size_t)snprintf(text, sizeof(text), "k,a,b,c\n");
+	for (size_t n = 0; n < LINES; n++) {
+		/* cell lengths that put the delimiters everywhere */
+		const size_t len[4] = {n % 70, n * 7 % 23, n % 13, n * 13 % 70};
+		for (int c = 0; c < 4; c++) {
+			for (size_t i = 0; i < len[c]; i++)
+				cell[n][c][i] = (char)('a' + (n + i + (size_t)c) % 26);
+			cell[n][c][len[c]] = '\0';
+		}
+		if (n % 5 == 1 && len[3] >= 2)
+			memcpy(cell[n][3] + len[3] - 2, "\xc3\xa9", 2); /* é, late in the line */
+		if (n % 7 == 3 && n % 5 != 1 && len[3] >= 1)
+			cell[n][3][len[3] - 1] = '"'; /* a quote: libcsv's path, here unquoted */
+		for (int q = 0; q < 2; q++) {
+			for (int c = 0; c < 4; c++) {
+				const bool quoted = q || strchr(cell[n][c], '"');
+				o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s",
+						      c ? "," : "", quoted ? "\"" : "");
+				for (const char *p = cell[n][c]; *p; p++) {
+					if (*p == '"')
+						text[o++] = '"'; /* doubled inside quotes */
+					text[o++] = *p;
+				}
+				o += (size_t)snprintf(text + o, sizeof(text) - o, "%s",
+						      quoted ? "\"" : "");
+			}
+			text[o++] = '\n';
+		}
+	}
+	assert_true(o < sizeof(text));
+	side_init(&sd, write_file(fx, "wide.csv", text, o));
+	for (int c = 0; c < 4; c++)
+		sd.cols[cols[c]] = S(col[c]);
+	src = open_ok(&sd);
+	for (size_t n = 0; n < LINES; n++) {
+		for (int q = 0; q < 2; q++) {
+			const struct recon_raw_row *row = next_row(src);
+			check_ok(row, (unsigned)(2 + 2 * n + (size_t)q));
+			for (int c = 0; c < 4; c++)
+				check_val(row, cols[c], cell[n][c]);
+		}
+	}
+	expect_done(src);
+	recon_source_csv.ops->close(src);
+}
+
 static void test_source_csv_short_and_long_rows(void **state)
 {
 	struct fixture *fx = *state;
@@ -1018,6 +1083,7 @@ int main(void)
 	    cmocka_unit_test(test_source_csv_crlf),
 	    cmocka_unit_test(test_source_csv_quoted),
 	    cmocka_unit_test(test_source_csv_paths_agree),
+	    cmocka_unit_test(test_source_csv_wide_lines),
 	    cmocka_unit_test(test_source_csv_short_and_long_rows),
 	    cmocka_unit_test(test_source_csv_skip_lines),
 	    cmocka_unit_test(test_source_csv_comment_lines),
