@@ -158,7 +158,7 @@ struct recon_compare {
 	/* the differences' keys, side by side (by classifying thread), then copied in key
 	   order as the lists are merged (skeys): rendered, recorded and acted on from there,
 	   in order, not from records spread over the whole window */
-	struct recon_arena dkeys[2], skeys;
+	struct recon_arena dkeys[2], skeys[2]; /* skeys: a merge's halves (merge_lists) */
 	struct part *part;
 	size_t nparts;
 	struct store recs[NWRITERS];   /* records; writer w's references have top bit w */

@@ -947,6 +947,67 @@ static void add_spec(struct fixture *fx, const struct spec *s)
 		local(fx, s->key, s->status, s->amount, DAY_START + HOUR);
 }
 
+/*
+ * Thousands of differences, in bytewise key order: keys alike in 16 bytes
+ * (the sort's words) and apart after, keys that begin others, keys one byte
+ * longer than others, bytes above 0x7F and the composite separator, added in
+ * a shuffled order; then the same keys behind a prefix all of them share
+ * (the sort's words start past it). Each key once; each before the next.
+ */
+static void test_compare_order_many(void **state)
+{
+	enum { N = 12000 }; /* past MERGE_SPLIT: the lists merge in two halves */
+	struct fixture *fx = *state;
+	static char keys[N][64];
+	static const char *const stem[] = {"ORD2024030100102",		"ORD2024030100102X", "K",
+					   "\xe8\xae\xa2\xe5\x8d\x95-", "A" SEP "B",	     "z"};
+	static const char *const prefix[] = {"", "MCH-0001-2024-03-01-"};
+	size_t order[N], nd;
+	uint64_t x = 0x2545F4914F6CDD1DULL;
+	const struct recon_diff *d;
+
+	for (size_t i = 0; i < N; i++)
+		order[i] = i;
+	for (size_t i = N; i > 1; i--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		const size_t j = (size_t)(x % i), t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	for (size_t pf = 0; pf < 2; pf++) {
+		for (size_t i = 0; i < N; i++) {
+			const char *st = stem[i % 6];
+			if (i % 6 == 2 && i / 6 < 40) /* K, KA, KAA, ...: each begins the next */
+				snprintf(keys[i], sizeof(keys[i]), "%s%s%.*s", prefix[pf], st,
+					 (int)(i / 6), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+			else if (i % 6 == 2) /* KAA1, KAAA1, ...: and one byte more */
+				snprintf(keys[i], sizeof(keys[i]), "%s%s%.*s%zu", prefix[pf], st,
+					 (int)(i / 6 % 40),
+					 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", i / 6 / 40);
+			else
+				snprintf(keys[i], sizeof(keys[i]), "%s%s%zu", prefix[pf], st,
+					 i / 6 * 7919 % 100003);
+		}
+		start(fx, true);
+		for (size_t i = 0; i < N; i++)
+			entry(fx, keys[order[i]], RECON_ENTRY_PAYMENT, 100, DAY_START + HOUR, NULL);
+		recon_compare_classify(fx->cmp);
+		d = recon_compare_diffs(fx->cmp, &nd);
+		assert_int_equal(nd, N); /* every key a difference (missing) */
+		for (size_t i = 1; i < nd; i++) {
+			const size_t n =
+			    d[i - 1].key_len < d[i].key_len ? d[i - 1].key_len : d[i].key_len;
+			const int c = memcmp(d[i - 1].key, d[i].key, n);
+			if (!(c < 0 || (c == 0 && d[i - 1].key_len < d[i].key_len)))
+				fail_msg("differences %zu and %zu out of key order: '%.*s', '%.*s'",
+					 i - 1, i, (int)d[i - 1].key_len, d[i - 1].key,
+					 (int)d[i].key_len, d[i].key);
+		}
+	}
+}
+
 /* Differences come out in bytewise key order, whatever the order rows were added in. */
 static void test_compare_deterministic_order(void **state)
 {
@@ -1744,6 +1805,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_compare_pending_lookups_statement, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_deterministic_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_order_many, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_classify_idempotent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_many_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_feeders_match_sequential, setup, teardown),
