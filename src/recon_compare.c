@@ -1986,13 +1986,12 @@ static uint64_t key_word(const char *key, size_t len, size_t at)
 	       (uint64_t)b[6] << 8 | b[7];
 }
 
-static int sortent_cmp(const struct sortent *a, const struct sortent *b)
+/* Ties on the sort words: runs this long or shorter by insertion, longer ones by qsort(). */
+#define SORT_RUN_INSERT 16
+
+static int sortent_qcmp(const void *a, const void *b)
 {
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	return diff_cmp(a->d, b->d);
+	return diff_cmp(((const struct sortent *)a)->d, ((const struct sortent *)b)->d);
 }
 
 /* How many first bytes every key of v[0..n) has alike (none is shorter). */
@@ -2052,15 +2051,24 @@ static struct sortent *sort_list(const struct recon_diff *v, size_t n)
 		a = b;
 		b = t;
 	}
-	/* ties on the 16 bytes (rare): insertion sort within each run */
-	for (size_t i = 1; i < n; i++) {
-		if (a[i].hi != a[i - 1].hi || a[i].lo != a[i - 1].lo)
+	/*
+	 * Runs of ties on the 16 bytes: short ones by insertion, long ones by
+	 * qsort() (keys alike far past the common prefix, two merchants' long
+	 * prefixes in composite keys: no quadratic run)
+	 */
+	for (size_t i = 0, e; i < n; i = e) {
+		for (e = i + 1; e < n && a[e].hi == a[i].hi && a[e].lo == a[i].lo; e++)
+			;
+		if (e - i > SORT_RUN_INSERT) {
+			qsort(a + i, e - i, sizeof(*a), sortent_qcmp);
 			continue;
-		for (size_t j = i; j > 0 && sortent_cmp(&a[j - 1], &a[j]) > 0; j--) {
-			const struct sortent x = a[j];
-			a[j] = a[j - 1];
-			a[j - 1] = x;
 		}
+		for (size_t k = i + 1; k < e; k++)
+			for (size_t j = k; j > i && diff_cmp(a[j - 1].d, a[j].d) > 0; j--) {
+				const struct sortent x = a[j];
+				a[j] = a[j - 1];
+				a[j - 1] = x;
+			}
 	}
 	free(count);
 	free(b);

@@ -952,16 +952,21 @@ static void add_spec(struct fixture *fx, const struct spec *s)
  * (the sort's words) and apart after, keys that begin others, keys one byte
  * longer than others, bytes above 0x7F and the composite separator, added in
  * a shuffled order; then the same keys behind a prefix all of them share
- * (the sort's words start past it). Each key once; each before the next.
+ * (the sort's words start past it), then behind two long prefixes (runs of
+ * ties on the sort's words). Each key once; each before the next.
  */
 static void test_compare_order_many(void **state)
 {
 	enum { N = 12000 }; /* past MERGE_SPLIT: the lists merge in two halves */
 	struct fixture *fx = *state;
-	static char keys[N][64];
+	static char keys[N][96];
 	static const char *const stem[] = {"ORD2024030100102",		"ORD2024030100102X", "K",
 					   "\xe8\xae\xa2\xe5\x8d\x95-", "A" SEP "B",	     "z"};
-	static const char *const prefix[] = {"", "MCH-0001-2024-03-01-"};
+	/* none; one all share; two, long and alike past 16 bytes (ties: a run for qsort) */
+	static const char *const prefix[][2] = {
+	    {"", ""},
+	    {"MCH-0001-2024-03-01-", "MCH-0001-2024-03-01-"},
+	    {"A" SEP "merchant-alike-past-16-", "B" SEP "merchant-alike-past-16-"}};
 	size_t order[N], nd;
 	uint64_t x = 0x2545F4914F6CDD1DULL;
 	const struct recon_diff *d;
@@ -976,18 +981,19 @@ static void test_compare_order_many(void **state)
 		order[i - 1] = order[j];
 		order[j] = t;
 	}
-	for (size_t pf = 0; pf < 2; pf++) {
+	for (size_t pf = 0; pf < 3; pf++) {
 		for (size_t i = 0; i < N; i++) {
 			const char *st = stem[i % 6];
 			if (i % 6 == 2 && i / 6 < 40) /* K, KA, KAA, ...: each begins the next */
-				snprintf(keys[i], sizeof(keys[i]), "%s%s%.*s", prefix[pf], st,
-					 (int)(i / 6), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+				snprintf(keys[i], sizeof(keys[i]), "%s%s%.*s", prefix[pf][i % 2],
+					 st, (int)(i / 6),
+					 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
 			else if (i % 6 == 2) /* KAA1, KAAA1, ...: and one byte more */
-				snprintf(keys[i], sizeof(keys[i]), "%s%s%.*s%zu", prefix[pf], st,
-					 (int)(i / 6 % 40),
+				snprintf(keys[i], sizeof(keys[i]), "%s%s%.*s%zu", prefix[pf][i % 2],
+					 st, (int)(i / 6 % 40),
 					 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", i / 6 / 40);
 			else
-				snprintf(keys[i], sizeof(keys[i]), "%s%s%zu", prefix[pf], st,
+				snprintf(keys[i], sizeof(keys[i]), "%s%s%zu", prefix[pf][i % 2], st,
 					 i / 6 * 7919 % 100003);
 		}
 		start(fx, true);
