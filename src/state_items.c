@@ -155,20 +155,28 @@ int recon_state_ledger_load(struct recon_state *st, const char *job, const char 
 static const struct recon_state_sql ledger_del_sql = {
     "DELETE FROM ledger WHERE job = ?1 AND mode = ?2 AND window_start_ms = ?3",
     "cannot write the ledger", 0};
+/* A ledger row's LEDGER_COLS columns (ledger_args()), then what follows. */
+#define LEDGER_INTO                                                                                \
+	"INSERT INTO ledger (job, mode, key, window_start_ms, window_end_ms, paid, refunded, "     \
+	"payments, entries, revoked, pending, conflict, duplicate, currency, first_ms, last_ms, "  \
+	"run_id, keep_until_ms, plain"
 static const struct recon_state_sql ledger_ins_sql = {
-    "INSERT INTO ledger (job, mode, key, window_start_ms, window_end_ms, paid, refunded, "
-    "payments, entries, revoked, pending, conflict, duplicate, currency, first_ms, last_ms, "
-    "run_id, keep_until_ms, plain) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-    "?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+    LEDGER_INTO ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+		"?16, ?17, ?18, ?19)",
     "cannot write the ledger", 0};
 /* an assumed payment of an earlier day: that day's own rows, if any, stand */
 static const struct recon_state_sql ledger_assume_sql = {
-    "INSERT INTO ledger (job, mode, key, window_start_ms, window_end_ms, paid, refunded, "
-    "payments, entries, revoked, pending, conflict, duplicate, currency, first_ms, last_ms, "
-    "run_id, keep_until_ms, plain, assumed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-    "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 1) ON CONFLICT (job, mode, key, "
-    "window_start_ms) DO NOTHING",
+    LEDGER_INTO ", assumed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+		"?15, ?16, ?17, ?18, ?19, 1) ON CONFLICT (job, mode, key, window_start_ms) DO "
+		"NOTHING",
     "cannot write the ledger", 0};
+#define LEDGER_COLS 19 /* ledger_ins_sql's arguments */
+#define LEDGER_ROWS 32 /* rows of ledger_rows_sql */
+#define LEDGER_1    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define LEDGER_4    LEDGER_1 ", " LEDGER_1 ", " LEDGER_1 ", " LEDGER_1
+#define LEDGER_16   LEDGER_4 ", " LEDGER_4 ", " LEDGER_4 ", " LEDGER_4
+static const struct recon_state_sql ledger_rows_sql = {
+    LEDGER_INTO ") VALUES " LEDGER_16 ", " LEDGER_16, "cannot write the ledger", 0};
 static const struct recon_state_sql ledger_keep_sql = {
     "UPDATE ledger SET keep_until_ms = ?4 WHERE job = ?1 AND mode = ?2 AND key = ?3",
     "cannot write the ledger", 0};
@@ -186,24 +194,46 @@ static int64_t keep_until(const struct recon_record *rec, int klass, bool partia
 	return add_sat(rec->now, partial ? rec->retention_ms : rec->settled_ms, &over);
 }
 
+/* ledger_ins_sql's 19 arguments for contribution c, kept until `until`. */
+static void ledger_args(const struct recon_record *rec, const struct recon_contrib *c,
+			int64_t until, struct recon_state_arg *a)
+{
+	const struct recon_carry *x = &c->c;
+	const struct recon_state_arg v[LEDGER_COLS] = {
+	    STATE_TEXT(rec->job),
+	    STATE_TEXT(rec->mode),
+	    STATE_KEY(c->key, c->key_len),
+	    STATE_INT(c->window_start ? c->window_start : rec->window_start),
+	    STATE_INT(c->window_start ? c->window_end : rec->window_end),
+	    STATE_INT(x->paid),
+	    STATE_INT(x->refunded),
+	    STATE_INT(x->payments),
+	    STATE_INT(x->entries),
+	    STATE_INT(x->revoked),
+	    STATE_INT(x->pending),
+	    STATE_INT(x->conflict),
+	    STATE_INT(x->duplicate),
+	    STATE_TEXT(x->currency),
+	    STATE_INT(x->first),
+	    STATE_INT(x->last),
+	    STATE_INT(rec->run_id),
+	    STATE_INT(until),
+	    STATE_INT(x->plain)};
+
+	memcpy(a, v, sizeof(v));
+}
+
 /* One key's contribution: this window's row, or an assumed payment of an earlier day. */
 static int ledger_put(struct recon_state *st, const struct recon_record *rec,
 		      const struct recon_contrib *c, struct recon_err *err)
 {
-	const struct recon_carry *x = &c->c;
+	struct recon_state_arg a[LEDGER_COLS + 1];
 	int64_t until = keep_until(rec, c->klass, c->partial);
-	int rc = recon_state_run(
-	    st, c->window_start ? &ledger_assume_sql : &ledger_ins_sql,
-	    STATE_ARGS(STATE_TEXT(rec->job), STATE_TEXT(rec->mode), STATE_KEY(c->key, c->key_len),
-		       STATE_INT(c->window_start ? c->window_start : rec->window_start),
-		       STATE_INT(c->window_start ? c->window_end : rec->window_end),
-		       STATE_INT(x->paid), STATE_INT(x->refunded), STATE_INT(x->payments),
-		       STATE_INT(x->entries), STATE_INT(x->revoked), STATE_INT(x->pending),
-		       STATE_INT(x->conflict), STATE_INT(x->duplicate), STATE_TEXT(x->currency),
-		       STATE_INT(x->first), STATE_INT(x->last), STATE_INT(rec->run_id),
-		       STATE_INT(until), STATE_INT(x->plain)),
-	    err);
+	int rc;
 
+	ledger_args(rec, c, until, a);
+	a[LEDGER_COLS] = (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
+	rc = recon_state_run(st, c->window_start ? &ledger_assume_sql : &ledger_ins_sql, a, err);
 	if (rc < 0 || !c->carried)
 		return rc; /* its only row: nothing else to keep along */
 	return recon_state_run(st, &ledger_keep_sql,
@@ -212,26 +242,97 @@ static int ledger_put(struct recon_state *st, const struct recon_record *rec,
 			       err);
 }
 
+/* The contributions waiting to go LEDGER_ROWS to a statement (this window's, not carried). */
+struct ledger_batch {
+	const struct recon_contrib *c[LEDGER_ROWS];
+	size_t n;
+	struct recon_state_arg a[LEDGER_COLS * LEDGER_ROWS + 1];
+};
+
+/* Writes what b holds, in order: a whole batch as one statement, fewer one by one. */
+static int ledger_flush(struct recon_state *st, const struct recon_record *rec,
+			struct ledger_batch *b, struct recon_err *err)
+{
+	int rc = 0;
+
+	if (b->n == LEDGER_ROWS) {
+		for (size_t i = 0; i < b->n; i++)
+			ledger_args(rec, b->c[i], keep_until(rec, b->c[i]->klass, b->c[i]->partial),
+				    &b->a[LEDGER_COLS * i]);
+		b->a[LEDGER_COLS * LEDGER_ROWS] =
+		    (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
+		rc = recon_state_run(st, &ledger_rows_sql, b->a, err);
+	} else {
+		for (size_t i = 0; i < b->n && rc == 0; i++)
+			rc = ledger_put(st, rec, b->c[i], err);
+	}
+	b->n = 0;
+	return rc;
+}
+
+/* Contributions by key (bytewise), then as given: the ledger's key order, appended. */
+static int contrib_cmp(const void *a, const void *b)
+{
+	const struct recon_contrib *x = *(const struct recon_contrib *const *)a;
+	const struct recon_contrib *y = *(const struct recon_contrib *const *)b;
+	const size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+	const int c = memcmp(x->key, y->key, n);
+
+	if (c)
+		return c;
+	if (x->key_len != y->key_len)
+		return x->key_len < y->key_len ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
 int recon_state_ledger_save(struct recon_state *st, const struct recon_record *rec,
 			    const struct recon_contrib *c, size_t n, struct recon_err *err)
 {
+	const struct recon_contrib **by_key =
+	    recon_xmalloc(recon_st_mult(n ? n : 1, sizeof(*by_key)));
+	struct ledger_batch *b = recon_xmalloc(sizeof(*b));
 	int rc;
 
+	/*
+	 * In key order (each key's rows as given), this window's plain rows
+	 * LEDGER_ROWS to a statement: the ledger's b-trees are then appended to
+	 * rather than written all over (one statement a row took 3-5 us a row at
+	 * 90k contributions).
+	 */
+	for (size_t i = 0; i < n; i++)
+		by_key[i] = &c[i];
+	if (n > 1)
+		qsort(by_key, n, sizeof(*by_key), contrib_cmp);
+	b->n = 0;
 	if ((rc = recon_state_exec(st, "BEGIN IMMEDIATE", err)) < 0)
-		return rc;
+		goto out;
 	/* a rerun replaces its window's contributions */
 	rc = recon_state_run(
 	    st, &ledger_del_sql,
 	    STATE_ARGS(STATE_TEXT(rec->job), STATE_TEXT(rec->mode), STATE_INT(rec->window_start)),
 	    err);
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = ledger_put(st, rec, &c[i], err);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!by_key[i]->window_start && !by_key[i]->carried) {
+			b->c[b->n++] = by_key[i];
+			if (b->n == LEDGER_ROWS)
+				rc = ledger_flush(st, rec, b, err);
+			continue;
+		}
+		if ((rc = ledger_flush(st, rec, b, err)) == 0)
+			rc = ledger_put(st, rec, by_key[i], err);
+	}
+	if (rc == 0)
+		rc = ledger_flush(st, rec, b, err);
 	if (rc == 0)
 		rc = recon_state_run(
 		    st, &ledger_purge_sql,
 		    STATE_ARGS(STATE_TEXT(rec->job), STATE_TEXT(rec->mode), STATE_INT(rec->now)),
 		    err);
-	return recon_state_tx_end(st, rc, err);
+	rc = recon_state_tx_end(st, rc, err);
+out:
+	free(b);
+	free(by_key);
+	return rc;
 }
 
 /* ---- items ------------------------------------------------------------------- */

@@ -677,6 +677,100 @@ static void test_state_run_differences_many(void **state)
 	}
 }
 
+/*
+ * A window's contributions reach the ledger in key order, its plain rows
+ * several to a statement: 150 of them, shuffled, among them four keys
+ * carried from the day before (their earlier rows then kept as long as the
+ * new ones) and three assumed payments of that day, between runs of plain
+ * rows longer and shorter than a statement's. Every row as each contribution
+ * alone writes it.
+ */
+static void test_state_ledger_save_many(void **state)
+{
+	enum { N = 150, PREV = 4 };
+	struct fixture *fx = *state;
+	struct recon_contrib prev[PREV], c[N];
+	char keys[N][16], pkeys[PREV][16], sql[256], buf[128], want[128];
+	const int64_t D15 = D16 - RECON_MS_PER_DAY;
+	struct recon_record rec = {.job = fx->job->name,
+				   .mode = "t1",
+				   .now = D17 + 2 * HOUR,
+				   .window_start = D16,
+				   .window_end = D17,
+				   .settled_ms = 35 * RECON_MS_PER_DAY,
+				   .retention_ms = 400 * RECON_MS_PER_DAY};
+	struct recon_record rec0 = rec;
+	struct recon_err err;
+
+	open_rw(fx);
+	recon_err_init(&err);
+	/* the day before: C0..C3, open (kept until their items end) */
+	rec0.run_id = begin_run(fx, D15, D16, false, D16 + HOUR);
+	rec0.window_start = D15;
+	rec0.window_end = D16;
+	rec0.now = D16 + HOUR;
+	for (int i = 0; i < PREV; i++) {
+		snprintf(pkeys[i], sizeof(pkeys[i]), "C%d", i);
+		prev[i] = (struct recon_contrib){.key = pkeys[i],
+						 .key_len = (uint32_t)strlen(pkeys[i]),
+						 .klass = RECON_CLASS_MISSING};
+		prev[i].c.paid = 7;
+		memcpy(prev[i].c.currency, "CNY", 4);
+	}
+	assert_int_equal(recon_state_ledger_save(fx->st, &rec0, prev, PREV, &err), 0);
+	rec.run_id = begin_run(fx, D16, D17, false, D17 + 2 * HOUR);
+	for (int i = 0; i < N; i++) {
+		const int k = (i * 37) % N; /* every k once, shuffled */
+		const bool carried = k % 40 == 5;
+		if (carried)
+			snprintf(keys[i], sizeof(keys[i]), "C%d", k / 40);
+		else
+			snprintf(keys[i], sizeof(keys[i]), "K%03d", k);
+		c[i] = (struct recon_contrib){.key = keys[i],
+					      .key_len = (uint32_t)strlen(keys[i]),
+					      .klass =
+						  k % 3 ? RECON_CLASS_MATCHED : RECON_CLASS_MISSING,
+					      .partial = k % 2,
+					      .carried = carried};
+		c[i].c.paid = 100 * k;
+		c[i].c.entries = (uint32_t)k;
+		memcpy(c[i].c.currency, "CNY", 4);
+		if (k % 50 == 4) { /* an assumed payment of the day before */
+			c[i].window_start = D15;
+			c[i].window_end = D16;
+		}
+	}
+	assert_int_equal(recon_state_ledger_save(fx->st, &rec, c, N, &err), 0);
+	for (int i = 0; i < N; i++) {
+		const int k = (i * 37) % N;
+		const int64_t until =
+		    k % 3 ? rec.now + (k % 2 ? rec.retention_ms : rec.settled_ms) : INT64_MAX;
+		snprintf(
+		    sql, sizeof(sql),
+		    "SELECT paid || '/' || entries || '/' || assumed || '/' || keep_until_ms FROM "
+		    "ledger WHERE key = '%.15s' AND window_start_ms = %lld",
+		    keys[i], (long long)(c[i].window_start ? D15 : D16));
+		snprintf(want, sizeof(want), "%d/%d/%d/%lld", 100 * k, k, c[i].window_start ? 1 : 0,
+			 (long long)until);
+		assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), want);
+		if (!c[i].carried)
+			continue;
+		/* the day before's row of a carried key: kept as long as the new one */
+		snprintf(sql, sizeof(sql),
+			 "SELECT paid || '/' || keep_until_ms FROM ledger WHERE key = '%.15s' AND "
+			 "window_start_ms = %lld",
+			 keys[i], (long long)D15);
+		snprintf(want, sizeof(want), "7/%lld", (long long)until);
+		assert_string_equal(q_text(fx->st, sql, buf, sizeof(buf)), want);
+	}
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM ledger WHERE window_start_ms = %lld",
+		 (long long)D16);
+	assert_int_equal(q_int(fx->st, sql), N - 3);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM ledger WHERE window_start_ms = %lld",
+		 (long long)D15);
+	assert_int_equal(q_int(fx->st, sql), PREV + 3);
+}
+
 /* Two runs finding the same difference: first_seen stays, last_seen moves. */
 static void test_state_ledger_first_last_seen(void **state)
 {
@@ -1157,6 +1251,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_checkpoints_beside_writes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_actions_many_rows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_run_differences_many, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_ledger_save_many, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_conflict, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_lock_released_when_holder_dies, setup,
 					    teardown),
