@@ -2106,7 +2106,6 @@ static void *classify_share_thread(void *arg)
 	return NULL;
 }
 
-/* Appends *d to all[*o], its key copied to keys (the merged list's keys, in its order). */
 /* Merges lists[0][i..ie) and lists[1][j..je) into out, their keys into keys. */
 struct merge_run {
 	const struct sortent *const *lists;
@@ -2115,6 +2114,7 @@ struct merge_run {
 	struct recon_arena *keys;
 };
 
+/* Appends *d to m->out, its key copied to m->keys (the merged list's keys, in its order). */
 static void merge_put(struct merge_run *m, const struct recon_diff *d)
 {
 	*m->out = *d;

@@ -103,7 +103,7 @@ struct reader {
 	atomic_bool *stop;	   /* a side failed: the other stops reading */
 	struct recon_err err;
 	int rc;
-	/* progress on a terminal (the thread that shows it) */
+	/* the other side's reader: its rows for the progress line, its lane for pairing */
 	const struct reader *peer;
 	int64_t t0, shown;
 	int64_t ms; /* wall time the side took to open and read */
@@ -111,9 +111,8 @@ struct reader {
 	/* the lane hashing its input (a plain file), once open: the other thread may help */
 	_Atomic(struct recon_sha_lane *) lane;
 	atomic_int lane_state; /* 0 not open yet, 1 lane set, 2 none (a database, a .zip, ...) */
-	/* both sides read on two threads: the other reader, and whether this one's lane queues
-	   its input for the other's reader to hash beside its own (recon_sha_lane_pair) */
-	struct reader *other;
+	/* both sides read on two threads (paired set): whether this one's lane queues its
+	   input for the peer's reader to hash beside its own (recon_sha_lane_pair) */
 	bool queues;
 	atomic_flag *paired;
 };
@@ -319,10 +318,9 @@ static int drain(struct reader *rd, bool lookup, const struct asked_key *asked, 
  */
 static void pair_lanes(struct reader *rd)
 {
-	struct reader *o = rd->other;
-	struct reader *reader, *queuer;
+	const struct reader *o = rd->peer, *reader, *queuer;
 
-	if (!o || atomic_load(&rd->lane_state) != 1 || atomic_load(&o->lane_state) != 1 ||
+	if (!rd->paired || atomic_load(&rd->lane_state) != 1 || atomic_load(&o->lane_state) != 1 ||
 	    atomic_flag_test_and_set(rd->paired))
 		return;
 	queuer = rd->queues ? rd : o;
@@ -448,8 +446,7 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 	pthread_cond_init(&g.cv, NULL);
 	threaded = pthread_create(&th, NULL, read_side_thread, &g) == 0;
 	if (threaded) {
-		up->other = local;
-		local->other = up;
+		up->peer = local;
 		up->paired = local->paired = &paired;
 		recon_compare_on_wait(up->cmp, help_other, rds);
 		/* both feeders exist before either feeds */
@@ -472,7 +469,6 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		recon_sha_lane_unpair(atomic_load(&rds[i].lane));
 		atomic_store(&rds[i].lane, NULL);
 		atomic_store(&rds[i].lane_state, 2);
-		rds[i].other = NULL;
 		rds[i].paired = NULL;
 	}
 	if (up->rc < 0 || local->rc < 0) {

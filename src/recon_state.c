@@ -141,6 +141,33 @@ int recon_state_run(struct recon_state *st, const struct recon_state_sql *sql,
 	return rc < 0 ? rc : 0;
 }
 
+/* Runs sql on the k rows of ncols arguments at a (the argument after them ends the list for it). */
+static int run_group(struct recon_state *st, const struct recon_state_sql *sql,
+		     struct recon_state_arg *a, size_t k, size_t ncols, struct recon_err *err)
+{
+	const struct recon_state_arg next = a[k * ncols];
+	int rc;
+
+	a[k * ncols] = (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
+	rc = recon_state_run(st, sql, a, err);
+	a[k * ncols] = next;
+	return rc;
+}
+
+int recon_state_run_rows(struct recon_state *st, const struct recon_state_sql *one,
+			 const struct recon_state_sql *many, size_t per, size_t ncols,
+			 struct recon_state_arg *args, size_t n, struct recon_err *err)
+{
+	size_t i = 0;
+	int rc = 0;
+
+	for (; n - i >= per && rc == 0; i += per)
+		rc = run_group(st, many, args + ncols * i, per, ncols, err);
+	for (; i < n && rc == 0; i++)
+		rc = run_group(st, one, args + ncols * i, 1, ncols, err);
+	return rc;
+}
+
 int recon_state_each(struct recon_state *st, const struct recon_state_sql *sql,
 		     const struct recon_state_arg *args, int (*row)(void *arg, sqlite3_stmt *q),
 		     void *arg, struct recon_err *err)

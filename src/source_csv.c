@@ -445,10 +445,10 @@ static void split_line(struct csv_source *s, const char *line, size_t len)
 }
 
 /* The delimiters at line[base + k] for the set bits k of m: fields from *start on. */
-static inline void split_mask(struct csv_source *s, unsigned m, size_t base, size_t *start)
+static inline void split_mask(struct csv_source *s, uint64_t m, size_t base, size_t *start)
 {
 	for (; m; m &= m - 1) {
-		size_t d = base + (size_t)__builtin_ctz(m);
+		size_t d = base + (size_t)__builtin_ctzll(m);
 		add_field(s, *start, d - *start);
 		*start = d + 1;
 	}
@@ -537,16 +537,11 @@ __attribute__((target("avx512f,avx512bw"))) static bool split_plain512(struct cs
 		const __mmask64 live =
 		    len - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len - i)) - 1;
 		const __m512i v = _mm512_maskz_loadu_epi8(live, p + i);
-		uint64_t m;
 
 		if (quote && _mm512_mask_cmpeq_epi8_mask(live, v, vq))
 			return false;
 		odd |= _mm512_mask_cmpgt_epu8_mask(live, _mm512_sub_epi8(v, one), top);
-		for (m = _mm512_mask_cmpeq_epi8_mask(live, v, vd); m; m &= m - 1) {
-			const size_t d = i + (size_t)__builtin_ctzll(m);
-			add_field(s, start, d - start);
-			start = d + 1;
-		}
+		split_mask(s, _mm512_mask_cmpeq_epi8_mask(live, v, vd), i, &start);
 	}
 	add_field(s, start, len - start);
 	s->fbase = line;

@@ -93,6 +93,23 @@ void recon_state_done(sqlite3_stmt *q);
 /* Runs a statement that returns no row (a write). sqlite3_changes() tells what it did. */
 RECON_MUSTCHECK int recon_state_run(struct recon_state *st, const struct recon_state_sql *sql,
 				    const struct recon_state_arg *args, struct recon_err *err);
+
+/* A multi-row INSERT's placeholders: the tuple t 2, 4 or 16 times. */
+#define STATE_ROWS2(t)	t ", " t
+#define STATE_ROWS4(t)	STATE_ROWS2(t) ", " STATE_ROWS2(t)
+#define STATE_ROWS16(t) STATE_ROWS4(STATE_ROWS4(t))
+/*
+ * Writes n rows of ncols arguments each (row i's from args[ncols * i], with
+ * room for one argument past the last row's), in order: each whole group of
+ * per rows with `many` (its VALUES per tuples of one's), the rows left over
+ * one at a time with `one`. A statement of many rows costs one step and one
+ * reset instead of one a row (its journal stays in memory:
+ * recon_state_memory_setup()).
+ */
+RECON_MUSTCHECK int recon_state_run_rows(struct recon_state *st, const struct recon_state_sql *one,
+					 const struct recon_state_sql *many, size_t per,
+					 size_t ncols, struct recon_state_arg *args, size_t n,
+					 struct recon_err *err);
 /*
  * Calls row(arg, q) for each result row (the columns are borrowed until it
  * returns); row returns < 0 to stop, which is then returned.

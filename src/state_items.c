@@ -172,11 +172,10 @@ static const struct recon_state_sql ledger_assume_sql = {
     "cannot write the ledger", 0};
 #define LEDGER_COLS 19 /* ledger_ins_sql's arguments */
 #define LEDGER_ROWS 32 /* rows of ledger_rows_sql */
-#define LEDGER_1    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#define LEDGER_4    LEDGER_1 ", " LEDGER_1 ", " LEDGER_1 ", " LEDGER_1
-#define LEDGER_16   LEDGER_4 ", " LEDGER_4 ", " LEDGER_4 ", " LEDGER_4
 static const struct recon_state_sql ledger_rows_sql = {
-    LEDGER_INTO ") VALUES " LEDGER_16 ", " LEDGER_16, "cannot write the ledger", 0};
+    LEDGER_INTO ") VALUES " STATE_ROWS2(
+	STATE_ROWS16("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")),
+    "cannot write the ledger", 0};
 static const struct recon_state_sql ledger_keep_sql = {
     "UPDATE ledger SET keep_until_ms = ?4 WHERE job = ?1 AND mode = ?2 AND key = ?3",
     "cannot write the ledger", 0};
@@ -253,19 +252,13 @@ struct ledger_batch {
 static int ledger_flush(struct recon_state *st, const struct recon_record *rec,
 			struct ledger_batch *b, struct recon_err *err)
 {
-	int rc = 0;
+	int rc;
 
-	if (b->n == LEDGER_ROWS) {
-		for (size_t i = 0; i < b->n; i++)
-			ledger_args(rec, b->c[i], keep_until(rec, b->c[i]->klass, b->c[i]->partial),
-				    &b->a[LEDGER_COLS * i]);
-		b->a[LEDGER_COLS * LEDGER_ROWS] =
-		    (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
-		rc = recon_state_run(st, &ledger_rows_sql, b->a, err);
-	} else {
-		for (size_t i = 0; i < b->n && rc == 0; i++)
-			rc = ledger_put(st, rec, b->c[i], err);
-	}
+	for (size_t i = 0; i < b->n; i++)
+		ledger_args(rec, b->c[i], keep_until(rec, b->c[i]->klass, b->c[i]->partial),
+			    &b->a[LEDGER_COLS * i]);
+	rc = recon_state_run_rows(st, &ledger_ins_sql, &ledger_rows_sql, LEDGER_ROWS, LEDGER_COLS,
+				  b->a, b->n, err);
 	b->n = 0;
 	return rc;
 }
@@ -373,12 +366,9 @@ static const struct recon_state_sql run_diff_sql = {
     "cannot record a difference", 0};
 /* DIFF_ROWS differences to a statement (its journal in memory: recon_state_memory_setup) */
 #define DIFF_ROWS 64
-#define DIFF_1	  "(?, ?, ?, ?)"
-#define DIFF_4	  DIFF_1 ", " DIFF_1 ", " DIFF_1 ", " DIFF_1
-#define DIFF_16	  DIFF_4 ", " DIFF_4 ", " DIFF_4 ", " DIFF_4
-#define DIFF_64	  DIFF_16 ", " DIFF_16 ", " DIFF_16 ", " DIFF_16
 static const struct recon_state_sql run_diffs_sql = {
-    "INSERT INTO run_differences (run_id, key, class, json) VALUES " DIFF_64,
+    "INSERT INTO run_differences (run_id, key, class, json) VALUES " STATE_ROWS4(
+	STATE_ROWS16("(?, ?, ?, ?)")),
     "cannot record a difference", 0};
 static const struct recon_state_sql item_missing_sql = {
     "SELECT id FROM items WHERE job = ? AND mode = ? AND key = ? AND class = 'missing' AND "
@@ -597,7 +587,7 @@ int recon_state_record_diffs(struct recon_state *st, const struct recon_record *
 		return rc;
 	for (size_t i = 0; i < rec->n && rc == 0;) {
 		struct recon_state_arg args[4 * DIFF_ROWS + 1];
-		const size_t k = rec->n - i >= DIFF_ROWS ? DIFF_ROWS : 1;
+		const size_t k = rec->n - i < DIFF_ROWS ? rec->n - i : DIFF_ROWS;
 		for (size_t j = 0; j < k; j++, i++) {
 			const struct recon_diff *d = &rec->diffs[i];
 			/* lines still rendered are waited for (or rendered) inside the
@@ -610,9 +600,8 @@ int recon_state_record_diffs(struct recon_state *st, const struct recon_record *
 			args[4 * j + 2] = STATE_TEXT(recon_class_name(d->klass));
 			args[4 * j + 3] = STATE_TEXT(rec->json[i]);
 		}
-		args[4 * k] = (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
-		rc =
-		    recon_state_run(st, k == DIFF_ROWS ? &run_diffs_sql : &run_diff_sql, args, err);
+		rc = recon_state_run_rows(st, &run_diff_sql, &run_diffs_sql, DIFF_ROWS, 4, args, k,
+					  err);
 	}
 	if (!rec->ledger)
 		return recon_state_tx_end(st, rc,

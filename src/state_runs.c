@@ -125,14 +125,10 @@ int recon_state_action(struct recon_state *st, int64_t run_id, const char *key, 
 			       err);
 }
 
-#define ACTION_1   "(?, ?, ?, ?, ?, ?, ?)"
-#define ACTION_2   ACTION_1 ", " ACTION_1
-#define ACTION_8   ACTION_2 ", " ACTION_2 ", " ACTION_2 ", " ACTION_2
-#define ACTION_32  ACTION_8 ", " ACTION_8 ", " ACTION_8 ", " ACTION_8
-#define ACTION_128 ACTION_32 ", " ACTION_32 ", " ACTION_32 ", " ACTION_32
 _Static_assert(RECON_STATE_ACTION_ROWS == 128, "actions_sql's rows");
 static const struct recon_state_sql actions_sql = {
-    "INSERT INTO actions (run_id, key, class, action, outcome, attempts, error) VALUES " ACTION_128,
+    "INSERT INTO actions (run_id, key, class, action, outcome, attempts, error) "
+    "VALUES " STATE_ROWS2(STATE_ROWS4(STATE_ROWS16("(?, ?, ?, ?, ?, ?, ?)"))),
     "cannot record an action", 0};
 
 int recon_state_actions(struct recon_state *st, int64_t run_id,
@@ -141,9 +137,9 @@ int recon_state_actions(struct recon_state *st, int64_t run_id,
 	struct recon_state_arg args[RECON_STATE_ACTION_ROWS * 7 + 1];
 	int rc = 0;
 
-	for (; n >= RECON_STATE_ACTION_ROWS && rc == 0;
-	     rows += RECON_STATE_ACTION_ROWS, n -= RECON_STATE_ACTION_ROWS) {
-		for (size_t i = 0; i < RECON_STATE_ACTION_ROWS; i++) {
+	while (n && rc == 0) {
+		const size_t k = n < RECON_STATE_ACTION_ROWS ? n : RECON_STATE_ACTION_ROWS;
+		for (size_t i = 0; i < k; i++) {
 			struct recon_state_arg *a = &args[7 * i];
 			a[0] = STATE_INT(run_id);
 			a[1] = STATE_TEXT(rows[i].key);
@@ -153,13 +149,11 @@ int recon_state_actions(struct recon_state *st, int64_t run_id,
 			a[5] = STATE_INT(rows[i].attempts);
 			a[6] = STATE_TEXT(rows[i].error);
 		}
-		args[7 * RECON_STATE_ACTION_ROWS] =
-		    (struct recon_state_arg){RECON_STATE_ARG_END, NULL, 0, 0};
-		rc = recon_state_run(st, &actions_sql, args, err);
+		rc = recon_state_run_rows(st, &action_sql, &actions_sql, RECON_STATE_ACTION_ROWS, 7,
+					  args, k, err);
+		rows += k;
+		n -= k;
 	}
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = recon_state_action(st, run_id, rows[i].key, rows[i].klass, rows[i].action,
-					rows[i].outcome, rows[i].attempts, rows[i].error, err);
 	return rc;
 }
 
