@@ -245,7 +245,7 @@ struct recon_contrib {
  * carried history, local rows beyond the window, replays); a plainly matched
  * payment whose local row lies in the window needs none.
  */
-void recon_compare_contributions(const struct recon_compare *cmp,
+void recon_compare_contributions(struct recon_compare *cmp,
 				 void (*fn)(void *arg, const struct recon_contrib *c), void *arg);
 
 /* Classifies every evaluated key; fills counts, the sorted difference list and the pending list. */

@@ -640,7 +640,7 @@ struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp,
 	return f;
 }
 
-static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
+static void feed_row(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
 {
 	struct recon_compare *cmp = f->cmp;
 	const bool id = !rejected && f->side == RECON_SIDE_UPSTREAM && row->entry_id;
@@ -669,6 +669,16 @@ static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bo
 		flush_pre(f);
 		stage(f, row, h, recon_compare_id_seen(cmp, row) ? OP_DUP : OP_ADD, 0);
 	}
+}
+
+/* Feeds a row, its key in the compare's form (struct kref). */
+static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
+{
+	char buf[KFORM_STACK], *heap;
+	struct recon_row er;
+
+	feed_row(f, kform_row(f->cmp, row, &er, buf, sizeof(buf), &heap), rejected);
+	free(heap);
 }
 
 void recon_compare_feeder_add(struct recon_compare_feeder *f, const struct recon_row *row)

@@ -148,6 +148,26 @@ struct reflist {
 	size_t n, alloc;
 };
 
+/*
+ * Keys inside the compare take a shorter form (kform_put()): the length of
+ * the key's common prefix with a reference key, as one byte, then the rest
+ * of the key. The reference is the first key the compare meets, whichever
+ * thread meets it (at most KREF_MAX bytes of it); set once (state 2), it
+ * never changes, so equal keys have equal forms and unequal keys unequal
+ * ones. Order numbers of one merchant share a long prefix (a letter code and
+ * a date, a shop number): "ORD20240301001020700" is kept as 8 bytes, not 20,
+ * in every staged row and record. What leaves the compare (differences,
+ * lookups, contributions) has the key whole again (kform_get()).
+ */
+#define KREF_MAX 255
+/* Room on the stack for most keys' forms; longer ones go to the heap. */
+#define KFORM_STACK 256
+struct kref {
+	atomic_int state; /* 0: none yet, 1: being set, 2: set */
+	uint8_t len;
+	char s[KREF_MAX];
+};
+
 struct recon_compare {
 	const struct recon_job *job;
 	struct recon_window win;
@@ -159,6 +179,7 @@ struct recon_compare {
 	   order as the lists are merged (skeys): rendered, recorded and acted on from there,
 	   in order, not from records spread over the whole window */
 	struct recon_arena dkeys[2], skeys[2]; /* skeys: a merge's halves (merge_lists) */
+	struct recon_arena pkeys, ckeys; /* the lookups' keys (per call), the contributions' */
 	struct part *part;
 	size_t nparts;
 	struct store recs[NWRITERS];   /* records; writer w's references have top bit w */
@@ -208,6 +229,7 @@ struct recon_compare {
 	size_t npending;
 	struct recon_compare_counts counts;
 	int64_t history_start, horizon; /* recon_compare_horizon */
+	struct kref kref;
 };
 
 /* The partition of a hash: its top 32 bits' fraction of nparts. */
@@ -336,6 +358,79 @@ static inline void copy_short(void *dst, const void *src, size_t n)
 		for (size_t i = 0; i < n; i++)
 			d[i] = s[i];
 	}
+}
+
+/* Sets cmp's reference key from key, unless another thread did (struct kref). */
+void recon_compare_kref_set(struct recon_compare *cmp, const char *key, size_t len);
+
+/* Bytes at the start of a and b that are equal (n: the shorter's length). */
+static inline size_t prefix_len(const char *a, const char *b, size_t n)
+{
+	size_t i = 0;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t u, v;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&u, a + i, 8);
+		memcpy(&v, b + i, 8);
+		if (u != v)
+			return i + (size_t)__builtin_ctzll(u ^ v) / 8;
+	}
+#endif
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * Writes key's form (struct kref) to out, which has room for len + 1 bytes;
+ * returns its length. The first key sets the reference.
+ */
+static inline size_t kform_put(struct recon_compare *cmp, const char *key, size_t len, char *out)
+{
+	size_t p;
+
+	if (atomic_load_explicit(&cmp->kref.state, memory_order_acquire) != 2)
+		recon_compare_kref_set(cmp, key, len);
+	p = prefix_len(cmp->kref.s, key, len < cmp->kref.len ? len : cmp->kref.len);
+	out[0] = (char)(unsigned char)p;
+	copy_short(out + 1, key + p, len - p);
+	return len - p + 1;
+}
+
+/* The length of the key whose form is kf (n bytes). */
+static inline size_t kform_len(const char *kf, size_t n)
+{
+	return (unsigned char)kf[0] + n - 1;
+}
+
+/* Writes the key whose form is kf (n bytes) to out (kform_len() bytes). */
+static inline void kform_get(const struct recon_compare *cmp, const char *kf, size_t n, char *out)
+{
+	const size_t p = (unsigned char)kf[0];
+
+	memcpy(out, cmp->kref.s, p);
+	memcpy(out + p, kf + 1, n - 1);
+}
+
+/*
+ * A row whose key is in the compare's form: a copy of row in *er, its key in
+ * buf (cap bytes) when it fits, else in *heap (for the caller to free).
+ */
+static inline const struct recon_row *kform_row(struct recon_compare *cmp,
+						const struct recon_row *row, struct recon_row *er,
+						char *buf, size_t cap, char **heap)
+{
+	char *out = buf;
+
+	*heap = NULL;
+	if (row->key_len >= cap)
+		out = *heap = recon_xmalloc((size_t)row->key_len + 1);
+	*er = *row;
+	er->key = out;
+	er->key_len = (uint32_t)kform_put(cmp, row->key, row->key_len, out);
+	return er;
 }
 
 /* a == b for short byte strings (keys, packed ids): no call, 8 bytes at a time */

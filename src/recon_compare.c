@@ -118,11 +118,11 @@ struct krec {
 	int8_t klass;	 /* -1: not owned, or not classifiable (a row was rejected) */
 	uint16_t up_cur; /* packed currency, 0: none */
 	uint16_t loc_cur;
-	char key[]; /* key_len bytes and a NUL */
+	char key[]; /* key_len bytes: the key's form (struct kref) */
 };
 
 #define REC_HEAD      offsetof(struct krec, key)
-#define REC_SIZE(len) ((REC_HEAD + (size_t)(len) + 1 + 7) & ~(size_t)7)
+#define REC_SIZE(len) ((REC_HEAD + (size_t)(len) + 7) & ~(size_t)7)
 
 /*
  * Big allocations of the exact id check (its table, its chunks of packed ids):
@@ -611,6 +611,8 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	recon_arena_init_huge(&cmp->dkeys[1]);
 	recon_arena_init_huge(&cmp->skeys[0]);
 	recon_arena_init_huge(&cmp->skeys[1]);
+	recon_arena_init(&cmp->pkeys);
+	recon_arena_init(&cmp->ckeys);
 	parts_init(cmp, PARTS_MIN);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_init(&cmp->recs[w], 3, BLOCK_BITS, 31, (uint32_t)w << 31, &cmp->pool[w]);
@@ -647,6 +649,8 @@ void recon_compare_free(struct recon_compare *cmp)
 	recon_arena_release(&cmp->dkeys[1]);
 	recon_arena_release(&cmp->skeys[0]);
 	recon_arena_release(&cmp->skeys[1]);
+	recon_arena_release(&cmp->pkeys);
+	recon_arena_release(&cmp->ckeys);
 	parts_release(cmp);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_release(&cmp->recs[w]);
@@ -779,13 +783,25 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 	r->key_len = (uint16_t)len;
 	r->klass = -1;
 	copy_short(r->key, key, len);
-	r->key[len] = '\0';
 	pt_at(t, i)->h = tag;
 	pt_at(t, i)->ref = ref;
 	t->n++;
 	if (cmp->pre_on)
 		reflist_push(&cmp->touched, ref);
 	return r;
+}
+
+/* Record r's key, whole and NUL-terminated, in arena a; *len its length. */
+static const char *key_out(const struct recon_compare *cmp, struct recon_arena *a,
+			   const struct krec *r, uint32_t *len)
+{
+	const size_t n = kform_len(r->key, r->key_len);
+	char *k = recon_arena_alloc(a, recon_st_add(n, 1));
+
+	kform_get(cmp, r->key, r->key_len, k);
+	k[n] = '\0';
+	*len = (uint32_t)n;
+	return k;
 }
 
 /*
@@ -1284,8 +1300,25 @@ bool recon_compare_ids_distinct(struct recon_compare *cmp)
 	return distinct;
 }
 
-void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *row)
+void recon_compare_kref_set(struct recon_compare *cmp, const char *key, size_t len)
 {
+	int none = 0;
+
+	if (atomic_compare_exchange_strong(&cmp->kref.state, &none, 1)) {
+		cmp->kref.len = (uint8_t)(len < KREF_MAX ? len : KREF_MAX);
+		memcpy(cmp->kref.s, key, cmp->kref.len);
+		atomic_store_explicit(&cmp->kref.state, 2, memory_order_release);
+		return;
+	}
+	while (atomic_load_explicit(&cmp->kref.state, memory_order_acquire) != 2)
+		; /* the other thread copies at most KREF_MAX bytes */
+}
+
+void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_row *in)
+{
+	char buf[KFORM_STACK], *heap;
+	struct recon_row er;
+	const struct recon_row *row = kform_row(cmp, in, &er, buf, sizeof(buf), &heap);
 	uint64_t h = key_hash(row->key, row->key_len);
 	int iddup = -1;
 
@@ -1296,13 +1329,18 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 		iddup = recon_compare_id_seen(cmp, row);
 	}
 	recon_compare_apply_row(cmp, &cmp->part[part_of(cmp, h)], side, h, row, iddup);
+	free(heap);
 }
 
-void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *row)
+void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struct recon_row *in)
 {
+	char buf[KFORM_STACK], *heap;
+	struct recon_row er;
+	const struct recon_row *row = kform_row(cmp, in, &er, buf, sizeof(buf), &heap);
 	uint64_t h = key_hash(row->key, row->key_len);
 
 	recon_compare_reject_key(cmp, &cmp->part[part_of(cmp, h)], side, row, h);
+	free(heap);
 }
 
 /* Grows a table to hold n entries under the 0.7 load limit. */
@@ -1351,13 +1389,39 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
 
 /* ---- the ledger's inputs ---- */
 
+/*
+ * The record of a whole key (not its form), or NULL. Before any key set the
+ * reference there is none.
+ */
+static struct krec *find_key(const struct recon_compare *cmp, const char *key, size_t len)
+{
+	char buf[KFORM_STACK], *f = buf;
+	struct krec *r;
+	size_t n;
+
+	if (atomic_load_explicit(&cmp->kref.state, memory_order_acquire) != 2)
+		return NULL;
+	if (len >= sizeof(buf))
+		f = recon_xmalloc(len + 1);
+	/* the reference is set: nothing of cmp is changed */
+	n = kform_put((struct recon_compare *)cmp, key, len, f);
+	r = find_rec(cmp, f, n, key_hash(f, n));
+	if (f != buf)
+		free(f);
+	return r;
+}
+
 /* A key's widened record, created when the window read nothing of it (single-threaded). */
 static struct keyent *ledger_rec(struct recon_compare *cmp, const char *key, size_t len)
 {
-	uint64_t h = key_hash(key, len);
+	char buf[KFORM_STACK], *f = len < sizeof(buf) ? buf : recon_xmalloc(len + 1);
+	const size_t n = kform_put(cmp, key, len, f);
+	const uint64_t h = key_hash(f, n);
 	struct part *p = &cmp->part[part_of(cmp, h)];
-	struct krec *r = get_rec(cmp, p, key, len, h);
+	struct krec *r = get_rec(cmp, p, f, n, h);
 
+	if (f != buf)
+		free(f);
 	if (!(r->fl & F_EXT))
 		widen(cmp, p, r);
 	return r->u.ext;
@@ -1369,7 +1433,7 @@ void recon_compare_carry(struct recon_compare *cmp, const char *key, size_t len,
 	struct keyent *k;
 
 	/* history of a key this window does not touch is not needed (unless a rerun's own) */
-	if (!c->mine && !find_rec(cmp, key, len, key_hash(key, len)))
+	if (!c->mine && !find_key(cmp, key, len))
 		return;
 	k = ledger_rec(cmp, key, len);
 	k->carried = true;
@@ -1685,24 +1749,31 @@ static enum recon_class classify_key(const struct recon_compare *cmp, const stru
 	return RECON_CLASS_MATCHED;
 }
 
+/* A key to look up, whole. */
+struct pend {
+	const char *key;
+	uint32_t len;
+};
+
 static int pend_cmp(const void *a, const void *b)
 {
-	const struct krec *x = *(const struct krec *const *)a, *y = *(const struct krec *const *)b;
-	size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+	const struct pend *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
 	int c = memcmp(x->key, y->key, n);
 
 	if (c)
 		return c;
-	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+	return (x->len > y->len) - (x->len < y->len);
 }
 
 size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const char ***keys,
 				     const uint32_t **lens)
 {
-	struct krec **list = NULL;
+	struct pend *list = NULL;
 	size_t n = 0, alist = 0;
 	struct keyent tmp;
 
+	recon_arena_reset(&cmp->pkeys);
 	FOR_EACH_EVAL_REC(cmp, r, {
 		const struct keyent *k;
 		bool want;
@@ -1720,7 +1791,8 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 		if (!want)
 			continue;
 		recon_grow((void **)&list, &alist, n + 1, sizeof(*list));
-		list[n++] = r;
+		list[n].key = key_out(cmp, &cmp->pkeys, r, &list[n].len);
+		n++;
 	});
 	/* key order: the same lookups in the same order whatever the threads did */
 	if (n)
@@ -1731,8 +1803,8 @@ size_t recon_compare_pending_lookups(struct recon_compare *cmp, int side, const 
 		cmp->apend = n;
 	}
 	for (size_t i = 0; i < n; i++) {
-		cmp->pend_keys[i] = list[i]->key;
-		cmp->pend_lens[i] = list[i]->key_len;
+		cmp->pend_keys[i] = list[i].key;
+		cmp->pend_lens[i] = list[i].len;
 	}
 	free(list);
 	*keys = cmp->pend_keys;
@@ -1775,8 +1847,6 @@ static void fill_diff(struct recon_diff *d, const struct krec *r, const struct k
 		      const struct upview *v)
 {
 	memset(d, 0, sizeof(*d));
-	d->key = r->key;
-	d->key_len = r->key_len;
 	d->klass = (uint8_t)r->klass;
 	if (v->n) {
 		int64_t order = order_amount(v, k);
@@ -1914,7 +1984,7 @@ static void classify_one(struct classified *out, struct krec *r, struct keyent *
 		d = &out->diffs[out->n++];
 	}
 	fill_diff(d, r, k, v);
-	d->key = recon_arena_strndup(out->keys, r->key, r->key_len);
+	d->key = key_out(cmp, out->keys, r, &d->key_len);
 	d->due = due;
 }
 
@@ -2273,7 +2343,7 @@ const struct recon_diff *recon_compare_pending(const struct recon_compare *cmp, 
 
 int recon_compare_key_class(const struct recon_compare *cmp, const char *key, size_t len)
 {
-	const struct krec *r = find_rec(cmp, key, len, key_hash(key, len));
+	const struct krec *r = find_key(cmp, key, len);
 
 	return r ? r->klass : -1;
 }
@@ -2311,7 +2381,7 @@ static void assumed_payment(const struct recon_compare *cmp, const struct keyent
 	fn(arg, &c);
 }
 
-void recon_compare_contributions(const struct recon_compare *cmp,
+void recon_compare_contributions(struct recon_compare *cmp,
 				 void (*fn)(void *arg, const struct recon_contrib *c), void *arg)
 {
 	struct keyent tmp;
@@ -2340,8 +2410,7 @@ void recon_compare_contributions(const struct recon_compare *cmp,
 		if (!need)
 			continue;
 		memset(&c, 0, sizeof(c));
-		c.key = r->key;
-		c.key_len = r->key_len;
+		c.key = key_out(cmp, &cmp->ckeys, r, &c.key_len);
 		c.klass = r->klass;
 		c.partial = partial;
 		c.carried = k->carried;

@@ -1722,6 +1722,89 @@ static void test_compare_speculated_ids_between(void **state)
 }
 
 /* Rows with an empty key (the API takes them; normalize never makes them), fed on threads. */
+/* Whether the lookups of `side` are exactly the n keys of want (any order). */
+static void assert_lookups(struct fixture *fx, int side, const char *const *want, size_t n)
+{
+	const char **keys;
+	const uint32_t *lens;
+	size_t got = recon_compare_pending_lookups(fx->cmp, side, &keys, &lens);
+
+	assert_int_equal(got, n);
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+		while (j < n && !(lens[j] == strlen(want[i]) && !memcmp(keys[j], want[i], lens[j])))
+			j++;
+		assert_true(j < n);
+	}
+}
+
+/*
+ * Keys are kept inside the compare as their common prefix's length with the
+ * first key seen, then the rest (compare_internal.h, struct kref). Keys that
+ * differ only in how much of that reference they share, keys that are a
+ * prefix of it or extend it, and keys sharing more of it than a byte can
+ * count, are all told apart, and every key leaves the compare whole: in the
+ * differences (in byte order), the lookups, the contributions and the
+ * classes asked by key.
+ */
+static void test_compare_key_forms(void **state)
+{
+	struct fixture *fx = *state;
+	char ref[301], past[302], before[301];
+	size_t n;
+
+	memset(ref, 'R', 300);
+	ref[300] = '\0';
+	snprintf(past, sizeof(past), "%sT", ref);	  /* shares all 300 bytes */
+	snprintf(before, sizeof(before), "%.299sS", ref); /* shares 299 */
+	const char *matched[] = {ref, "R"};
+	const char *missing[] = {past, "RB", "A"};
+	const char *extra[] = {before, "B", "RR"};
+	/* in byte order: what the differences list */
+	const char *order[] = {"A", "B", "RB", "RR", past, before};
+
+	start(fx, true);
+	entry(fx, ref, RECON_ENTRY_PAYMENT, 100, DAY_START + HOUR, "T0"); /* the reference */
+	entry(fx, "R", RECON_ENTRY_PAYMENT, 100, DAY_START + HOUR, "TR");
+	for (size_t i = 0; i < 3; i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "T%zu", i + 1);
+		entry(fx, missing[i], RECON_ENTRY_PAYMENT, 100, DAY_START + HOUR, id);
+		local(fx, extra[i], RECON_ST_SUCCESS, 100, DAY_START + 2 * HOUR);
+	}
+	for (size_t i = 0; i < 2; i++)
+		local(fx, matched[i], RECON_ST_SUCCESS, 100, DAY_START + 2 * HOUR);
+	assert_lookups(fx, RECON_SIDE_LOCAL, missing, 3);
+	recon_compare_classify(fx->cmp);
+	const struct recon_diff *d = recon_compare_diffs(fx->cmp, &n);
+	assert_int_equal(n, 6);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(d[i].key_len, strlen(order[i]));
+		assert_memory_equal(d[i].key, order[i], d[i].key_len);
+		assert_int_equal(d[i].key[d[i].key_len], '\0');
+	}
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(klass(fx, missing[i]), RECON_CLASS_MISSING);
+		assert_int_equal(klass(fx, extra[i]), RECON_CLASS_EXTRA);
+	}
+	assert_int_equal(klass(fx, ref), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "R"), RECON_CLASS_MATCHED);
+	assert_int_equal(klass(fx, "RRR"), -1); /* never seen */
+	assert_int_equal(recon_compare_counts(fx->cmp)->matched, 2);
+
+	struct tcontribs c = {0};
+	recon_compare_contributions(fx->cmp, tcontrib_one, &c);
+	assert_int_equal(c.n, 3); /* the upstream entries that are differences */
+	for (size_t i = 0; i < 3; i++) {
+		size_t j = 0;
+		while (j < c.n && strcmp(c.v[j].key, missing[i]))
+			j++;
+		assert_true(j < c.n);
+		assert_int_equal(c.v[j].c.key_len, strlen(missing[i]));
+	}
+	free(c.v);
+}
+
 static void test_compare_feeders_empty_keys(void **state)
 {
 	struct fixture *fx = *state;
@@ -1761,6 +1844,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_compare_speculated_ids, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_speculated_ids_between, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_feeders_empty_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_compare_key_forms, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_success, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_refunded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_compare_missing_not_for_unpaid, setup, teardown),
