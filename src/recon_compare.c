@@ -111,18 +111,73 @@ struct krec {
 	int32_t loc_time;
 	uint32_t up_line;
 	uint32_t loc_line;
-	uint16_t key_len;
+	uint8_t key_len; /* of the key's form (struct kref); KEY_LONG: see rec_key_len() */
 	uint8_t fl;
 	uint8_t up_kind; /* status | entry << 3 | has_status << 6; U_PRE */
-	uint8_t loc_status;
-	int8_t klass;	 /* -1: not owned, or not classifiable (a row was rejected) */
+	uint8_t lk;	 /* the local row's status (low 4 bits), rec_class() + 1 (high 4) */
 	uint16_t up_cur; /* packed currency, 0: none */
 	uint16_t loc_cur;
-	char key[]; /* key_len bytes: the key's form (struct kref) */
+	char key[]; /* the key's form */
 };
 
-#define REC_HEAD      offsetof(struct krec, key)
-#define REC_SIZE(len) ((REC_HEAD + (size_t)(len) + 7) & ~(size_t)7)
+/*
+ * 32 bytes and the key's form, to the next 8: at 10M keys each byte of the
+ * header is 10 MB written, faulted in and read again.
+ */
+#define REC_HEAD ((size_t)offsetof(struct krec, key))
+_Static_assert(offsetof(struct krec, key) == 32, "a record's header is 32 bytes");
+_Static_assert(RECON_CLASS_IN_FLIGHT + 1 < 16 && RECON_ST__COUNT <= 16, "lk holds both");
+
+/* key_len of a record whose key's form is longer: its length is in the form's first 4 bytes. */
+#define KEY_LONG 255
+
+/* A record's bytes for a key's form of len bytes. */
+static inline size_t rec_size_for(size_t len)
+{
+	return (REC_HEAD + len + (len >= KEY_LONG ? 4 : 0) + 7) & ~(size_t)7;
+}
+
+static inline size_t rec_key_len(const struct krec *r)
+{
+	uint32_t n;
+
+	if (r->key_len < KEY_LONG)
+		return r->key_len;
+	memcpy(&n, r->key, 4);
+	return n;
+}
+
+static inline const char *rec_key(const struct krec *r)
+{
+	return r->key_len < KEY_LONG ? r->key : r->key + 4;
+}
+
+static inline size_t rec_size(const struct krec *r)
+{
+	return rec_size_for(rec_key_len(r));
+}
+
+/* The record's class (enum recon_class); -1: not owned, or not classifiable (a row was rejected).
+ */
+static inline int rec_class(const struct krec *r)
+{
+	return (int)(r->lk >> 4) - 1;
+}
+
+static inline void rec_set_class(struct krec *r, int klass)
+{
+	r->lk = (uint8_t)((r->lk & 0x0fu) | (unsigned)(klass + 1) << 4);
+}
+
+static inline uint8_t rec_loc_status(const struct krec *r)
+{
+	return r->lk & 0x0fu;
+}
+
+static inline void rec_set_loc_status(struct krec *r, uint8_t status)
+{
+	r->lk = (uint8_t)((r->lk & 0xf0u) | status);
+}
 
 /*
  * Big allocations of the exact id check (its table, its chunks of packed ids):
@@ -716,7 +771,7 @@ static inline struct krec *probe(const struct recon_compare *cmp, const struct p
 	for (i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i)) {
 		if (pt_at(t, i)->h == tag) {
 			struct krec *r = rec_at(cmp, pt_at(t, i)->ref);
-			if (r->key_len == len && bytes_eq(r->key, key, len)) {
+			if (rec_key_len(r) == len && bytes_eq(rec_key(r), key, len)) {
 				*at = i;
 				return r;
 			}
@@ -746,7 +801,7 @@ static void reflist_push(struct reflist *l, uint32_t ref)
 static void unprematch(struct recon_compare *cmp, struct krec *r, uint32_t ref)
 {
 	r->up_kind &= (uint8_t)~U_PRE;
-	r->klass = -1;
+	rec_set_class(r, -1);
 	cmp->npre_total--;
 	reflist_push(&cmp->touched, ref);
 }
@@ -778,11 +833,18 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 		for (i = pt_home(t, tag); pt_at(t, i)->ref; i = pt_next(t, i))
 			;
 	}
-	r = store_alloc(cmp, p->w, &cmp->recs[p->w], REC_SIZE(len), &ref);
+	r = store_alloc(cmp, p->w, &cmp->recs[p->w], rec_size_for(len), &ref);
 	memset(r, 0, REC_HEAD);
-	r->key_len = (uint16_t)len;
-	r->klass = -1;
-	copy_short(r->key, key, len);
+	rec_set_class(r, -1);
+	if (len < KEY_LONG) {
+		r->key_len = (uint8_t)len;
+		copy_short(r->key, key, len);
+	} else {
+		const uint32_t n = (uint32_t)len;
+		r->key_len = KEY_LONG;
+		memcpy(r->key, &n, 4);
+		memcpy(r->key + 4, key, len);
+	}
 	pt_at(t, i)->h = tag;
 	pt_at(t, i)->ref = ref;
 	t->n++;
@@ -795,10 +857,10 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 static const char *key_out(const struct recon_compare *cmp, struct recon_arena *a,
 			   const struct krec *r, uint32_t *len)
 {
-	const size_t n = kform_len(r->key, r->key_len);
+	const size_t n = kform_len(rec_key(r), rec_key_len(r));
 	char *k = recon_arena_alloc(a, recon_st_add(n, 1));
 
-	kform_get(cmp, r->key, r->key_len, k);
+	kform_get(cmp, rec_key(r), rec_key_len(r), k);
 	k[n] = '\0';
 	*len = (uint32_t)n;
 	return k;
@@ -1056,7 +1118,7 @@ static void narrow_loc_row(const struct recon_compare *cmp, const struct krec *r
 	row->amount = r->u.n.loc_amount;
 	row->time = cmp->tbase + r->loc_time;
 	row->line = r->loc_line;
-	row->status = r->loc_status;
+	row->status = rec_loc_status(r);
 	row->flags = r->fl & F_LOC_LOOK ? RECON_ROW_LOOKED_UP : 0;
 	cur_unpack(r->loc_cur, row->currency);
 }
@@ -1113,7 +1175,7 @@ void recon_compare_apply_row(struct recon_compare *cmp, struct part *p, int side
 				r->u.n.loc_amount = (int32_t)row->amount;
 				r->loc_time = (int32_t)(row->time - cmp->tbase);
 				r->loc_line = (uint32_t)row->line;
-				r->loc_status = row->status;
+				rec_set_loc_status(r, row->status);
 				r->loc_cur = cur;
 				return;
 			}
@@ -1153,7 +1215,7 @@ bool recon_compare_apply_narrow(struct recon_compare *cmp, struct part *p, int s
 		r->u.n.loc_amount = n->amount;
 		r->loc_time = n->time;
 		r->loc_line = n->line;
-		r->loc_status = n->status;
+		rec_set_loc_status(r, n->status);
 		r->loc_cur = n->cur;
 		return true;
 	}
@@ -1460,7 +1522,7 @@ void recon_compare_item(struct recon_compare *cmp, const char *key, size_t len, 
 		const struct store *s_ = &(cmp)->recs[w];                                          \
 		for (size_t o_ = (c) ? 0 : 8; o_ < s_->used[c];) {                                 \
 			struct krec *r = (struct krec *)(s_->chunk[c] + o_);                       \
-			o_ += REC_SIZE(r->key_len);                                                \
+			o_ += rec_size(r);                                                         \
 			body                                                                       \
 		}                                                                                  \
 	} while (0)
@@ -1847,7 +1909,7 @@ static void fill_diff(struct recon_diff *d, const struct krec *r, const struct k
 		      const struct upview *v)
 {
 	memset(d, 0, sizeof(*d));
-	d->klass = (uint8_t)r->klass;
+	d->klass = (uint8_t)rec_class(r);
 	if (v->n) {
 		int64_t order = order_amount(v, k);
 		d->up.present = true;
@@ -1891,7 +1953,7 @@ static bool plain_match(const struct recon_compare *cmp, const struct krec *r)
 		   (F_UP | F_LOC) &&
 	       ((r->up_kind & 0x40) ? (r->up_kind & 7) == RECON_ST_SUCCESS
 				    : (r->up_kind >> 3 & 7) == RECON_ENTRY_PAYMENT) &&
-	       r->loc_status == RECON_ST_SUCCESS && r->up_cur && r->up_cur == r->loc_cur &&
+	       rec_loc_status(r) == RECON_ST_SUCCESS && r->up_cur && r->up_cur == r->loc_cur &&
 	       r->u.n.up_amount >= 0 && !amounts_differ(cmp, r->u.n.up_amount, r->u.n.loc_amount);
 }
 
@@ -1919,10 +1981,10 @@ void recon_compare_prematch(struct recon_compare *cmp, unsigned w, const struct 
 		     o < s->used[c];) {
 			struct krec *r = (struct krec *)(s->chunk[c] + o);
 			const uint32_t ref = store_ref(s, c, o);
-			o += REC_SIZE(r->key_len);
+			o += rec_size(r);
 			/* classification: matched; the lookups: none; the contributions: nothing */
 			if (plain_in_window(cmp, r)) {
-				r->klass = RECON_CLASS_MATCHED;
+				rec_set_class(r, RECON_CLASS_MATCHED);
 				r->up_kind |= U_PRE;
 				cmp->npre[w]++;
 			} else {
@@ -1940,7 +2002,7 @@ static void classify_one(struct classified *out, struct krec *r, struct keyent *
 	struct recon_compare_counts *c = &out->counts;
 
 	if (plain_match(cmp, r)) {
-		r->klass = RECON_CLASS_MATCHED;
+		rec_set_class(r, RECON_CLASS_MATCHED);
 		c->keys_owned++;
 		c->rows_owned[0]++;
 		c->rows_owned[1]++;
@@ -1951,35 +2013,35 @@ static void classify_one(struct classified *out, struct krec *r, struct keyent *
 	int64_t due;
 	if (r->fl & (F_REJ_UP | F_REJ_LOC)) {
 		/* a row of this key is unreadable: no class can be asserted */
-		r->klass = -1;
+		rec_set_class(r, -1);
 		c->keys_rejected++;
 		c->rows_other[0] += k->n_up;
 		c->rows_other[1] += k->n_local;
 		return;
 	}
 	if (!evaluated(cmp, k)) {
-		r->klass = -1;
+		rec_set_class(r, -1);
 		c->rows_other[0] += k->n_up;
 		c->rows_other[1] += k->n_local;
 		return;
 	}
 	up_view(cmp, k, v);
-	r->klass = (int8_t)classify_key(cmp, k, v, &due, c);
+	rec_set_class(r, (int8_t)classify_key(cmp, k, v, &due, c));
 	c->keys_owned++;
 	c->carried += v->carried;
 	c->rows_owned[0] += k->n_up;
 	c->rows_owned[1] += k->n_local;
-	if (r->klass == RECON_CLASS_MATCHED) {
+	if (rec_class(r) == RECON_CLASS_MATCHED) {
 		c->matched++;
 		return;
 	}
 	struct recon_diff *d;
-	if (r->klass > RECON_CLASS_MATCHED) {
+	if (rec_class(r) > RECON_CLASS_MATCHED) {
 		recon_grow_huge((void **)&out->pending, &out->apending, out->npending + 1,
 				sizeof(*out->pending));
 		d = &out->pending[out->npending++];
 	} else {
-		c->classes[r->klass]++;
+		c->classes[rec_class(r)]++;
 		recon_grow_huge((void **)&out->diffs, &out->alloc, out->n + 1, sizeof(*out->diffs));
 		d = &out->diffs[out->n++];
 	}
@@ -2345,7 +2407,7 @@ int recon_compare_key_class(const struct recon_compare *cmp, const char *key, si
 {
 	const struct krec *r = find_key(cmp, key, len);
 
-	return r ? r->klass : -1;
+	return r ? rec_class(r) : -1;
 }
 
 /*
@@ -2391,10 +2453,10 @@ void recon_compare_contributions(struct recon_compare *cmp,
 		const struct keyent *k;
 		struct recon_contrib c;
 		bool need;
-		if (r->klass < 0)
+		if (rec_class(r) < 0)
 			continue; /* not evaluated, or a row was rejected */
 		/* a plain match whose local row lies in the window: nothing to keep */
-		if (r->klass == RECON_CLASS_MATCHED && plain_in_window(cmp, r))
+		if (rec_class(r) == RECON_CLASS_MATCHED && plain_in_window(cmp, r))
 			continue;
 		k = view(cmp, r, &tmp);
 		if (!up_touched(k))
@@ -2404,14 +2466,14 @@ void recon_compare_contributions(struct recon_compare *cmp,
 		bool partial = !v.revoked && v.refunded > 0 && v.refunded < order;
 		/* refunds and revocations are entries a later window builds on; a plain
 		   row is the whole order in its status, replaced by a later one */
-		need = r->klass != RECON_CLASS_MATCHED || k->carried || k->item ||
+		need = rec_class(r) != RECON_CLASS_MATCHED || k->carried || k->item ||
 		       (!k->up_plain && (k->refunded > 0 || k->up_revoked || partial)) ||
 		       !local_touched(cmp, k);
 		if (!need)
 			continue;
 		memset(&c, 0, sizeof(c));
 		c.key = key_out(cmp, &cmp->ckeys, r, &c.key_len);
-		c.klass = r->klass;
+		c.klass = rec_class(r);
 		c.partial = partial;
 		c.carried = k->carried;
 		c.c.paid = k->paid;
