@@ -259,14 +259,19 @@ static void stream_put_big(struct recon_compare_feeder *f, size_t q, const unsig
 	memcpy(f->wc + q * WC, s->tail + BLOCK_HEAD + s->pos, f->wcn[q]);
 }
 
+/* stage()'s kp for a row whose key is in its form already */
+#define KP_FORM SIZE_MAX
+
 /*
- * Encodes a row (see struct srow) at o; returns its end. The header's fields
- * are stored in place: a struct built on the stack and copied out would be
- * read back across its fields' stores, which the store buffer cannot forward
- * (a stall on every row).
+ * Encodes a row (see struct srow) at o, its key's form klen bytes (kp: see
+ * stage()); returns its end. The header's fields are stored in place: a
+ * struct built on the stack and copied out would be read back across its
+ * fields' stores, which the store buffer cannot forward (a stall on every
+ * row).
  */
 static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o,
-			       const struct recon_row *row, uint8_t op, uint64_t fp, bool narrow)
+			       const struct recon_row *row, size_t kp, size_t klen, uint8_t op,
+			       uint64_t fp, bool narrow)
 {
 	if (narrow) {
 		const int32_t amount = (int32_t)row->amount,
@@ -275,7 +280,7 @@ static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o
 		memcpy(o + offsetof(struct srow, amount), &amount, 4);
 		memcpy(o + offsetof(struct srow, time), &time, 4);
 		memcpy(o + offsetof(struct srow, line), &line, 4);
-		o[offsetof(struct srow, key_len)] = (uint8_t)row->key_len;
+		o[offsetof(struct srow, key_len)] = (uint8_t)klen;
 		o[offsetof(struct srow, sef)] =
 		    (uint8_t)(row->status | row->entry << SEF_ENTRY | row->flags << SEF_FLAGS);
 	} else {
@@ -295,43 +300,47 @@ static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o
 		w.time = row->time;
 		w.line = row->line;
 		memcpy(w.currency, row->currency, 4);
-		w.key_len = (uint16_t)row->key_len;
+		w.key_len = (uint16_t)klen;
 		w.status = row->status;
 		w.entry = row->entry;
 		w.flags = row->flags;
 		memcpy(o, &w, sizeof(w));
 		o += sizeof(w);
 	}
-	copy_short(o, row->key, row->key_len);
-	return o + row->key_len;
+	if (kp == KP_FORM)
+		copy_short(o, row->key, klen);
+	else
+		kform_write(row->key, row->key_len, kp, (char *)o);
+	return o + klen;
 }
 
 /*
- * Stages a row (h: key_hash() of its key; fp: its fingerprint with OP_FP) in
- * its partition's stream.
+ * Stages a row in its partition's stream: its key shares kp bytes with the
+ * compare's reference (struct kref), or is in its form already (KP_FORM); h:
+ * key_hash() of the form; fp: the row's fingerprint with OP_FP.
  */
-static void stage(struct recon_compare_feeder *f, const struct recon_row *row, uint64_t h,
-		  uint8_t op, uint64_t fp)
+static void stage(struct recon_compare_feeder *f, const struct recon_row *row, size_t kp,
+		  uint64_t h, uint8_t op, uint64_t fp)
 {
 	struct recon_compare *cmp = f->cmp;
 	const size_t q = part_of(cmp, h);
 	const uint16_t cur = cur_pack(row->currency);
+	const size_t klen = kp == KP_FORM ? row->key_len : row->key_len - kp + 1;
 
 	if (!f->cur0)
 		f->cur0 = cur;
-	const bool narrow = narrow_fits(cmp, row, cur) && cur == f->cur0 && row->key_len <= 255 &&
+	const bool narrow = narrow_fits(cmp, row, cur) && cur == f->cur0 && klen <= 255 &&
 			    row->status < 1u << SEF_ENTRY &&
 			    row->entry < 1u << (SEF_FLAGS - SEF_ENTRY) &&
 			    row->flags < 1u << (8 - SEF_FLAGS);
-	const size_t need =
-	    SROW_HEAD + srow_middle((uint8_t)(op | (narrow ? 0 : OP_WIDE))) + row->key_len;
+	const size_t need = SROW_HEAD + srow_middle((uint8_t)(op | (narrow ? 0 : OP_WIDE))) + klen;
 
 	f->streams[q].rows++;
 	if (need <= ROW_BIG) {
-		srow_put(cmp, wc_room(f, q, need), row, op, fp, narrow);
+		srow_put(cmp, wc_room(f, q, need), row, kp, klen, op, fp, narrow);
 	} else {
 		unsigned char *tmp = recon_xmalloc(need);
-		srow_put(cmp, tmp, row, op, fp, narrow);
+		srow_put(cmp, tmp, row, kp, klen, op, fp, narrow);
 		stream_put_big(f, q, tmp, need);
 		free(tmp);
 	}
@@ -580,7 +589,7 @@ static void flush_pre(struct recon_compare_feeder *f)
 				   ? OP_DUP
 				   : OP_ADD;
 		w.row.key = (const char *)key;
-		stage(f, &w.row, key_hash(key, w.row.key_len), w.op, 0);
+		stage(f, &w.row, KP_FORM, key_hash(key, w.row.key_len), w.op, 0);
 	}
 	free(ih);
 	b->len = 0;
@@ -661,23 +670,39 @@ static void feed_row(struct recon_compare_feeder *f, const struct recon_row *row
 	}
 	h = key_hash(row->key, row->key_len);
 	if (!id) {
-		stage(f, row, h, op, 0);
+		stage(f, row, KP_FORM, h, op, 0);
 	} else if (cmp->speculate) {
-		stage(f, row, h, OP_ADD | OP_FP, id_fingerprint(row, h));
+		stage(f, row, KP_FORM, h, OP_ADD | OP_FP, id_fingerprint(row, h));
 	} else {
 		/* a long id: checked now, in order, after the rows gathered */
 		flush_pre(f);
-		stage(f, row, h, recon_compare_id_seen(cmp, row) ? OP_DUP : OP_ADD, 0);
+		stage(f, row, KP_FORM, h, recon_compare_id_seen(cmp, row) ? OP_DUP : OP_ADD, 0);
 	}
 }
 
-/* Feeds a row, its key in the compare's form (struct kref). */
+/*
+ * Feeds a row. The common ones (a local row, a speculated statement entry,
+ * with no checked entries waiting before them) go straight to their stream,
+ * their key's form hashed from the key and written there; the others are fed
+ * with their key in its form (struct kref).
+ */
 static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
 {
+	struct recon_compare *cmp = f->cmp;
+	const bool id = !rejected && f->side == RECON_SIDE_UPSTREAM && row->entry_id;
 	char buf[KFORM_STACK], *heap;
 	struct recon_row er;
 
-	feed_row(f, kform_row(f->cmp, row, &er, buf, sizeof(buf), &heap), rejected);
+	if (id ? cmp->speculate : !(f->pre && f->pre->len)) {
+		const size_t p = kform_prefix(cmp, row->key, row->key_len);
+		const uint64_t h = kform_hash(row->key, row->key_len, p);
+		if (id)
+			stage(f, row, p, h, OP_ADD | OP_FP, id_fingerprint(row, h));
+		else
+			stage(f, row, p, h, rejected ? OP_REJECT : OP_NOID, 0);
+		return;
+	}
+	feed_row(f, kform_row(cmp, row, &er, buf, sizeof(buf), &heap), rejected);
 	free(heap);
 }
 

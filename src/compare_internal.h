@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "recon_compare.h"
@@ -307,29 +308,41 @@ static inline uint64_t tail_word(const unsigned char *p, size_t r, size_t total)
 #endif
 }
 
-/* 64-bit hash of a key, 8 bytes at a time, then a full avalanche (murmur3 fmix64). */
-static inline uint64_t key_hash(const void *key, size_t n)
+/* key_hash()'s steps: its start for n bytes, one word in, the final avalanche (murmur3 fmix64). */
+static inline uint64_t hash_start(size_t n)
 {
-	const unsigned char *p = key;
-	const size_t total = n;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL), w;
+	return 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL);
+}
 
-	for (; n >= 8; p += 8, n -= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 29;
-	}
-	if (n) {
-		w = tail_word(p, n, total);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 29;
-	}
+static inline uint64_t hash_word(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+	return h ^ h >> 29;
+}
+
+static inline uint64_t hash_end(uint64_t h)
+{
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
+	return h ^ h >> 33;
+}
+
+/* 64-bit hash of a key, 8 bytes at a time (the last ones as tail_word()), then an avalanche. */
+static inline uint64_t key_hash(const void *key, size_t n)
+{
+	const unsigned char *p = key;
+	const size_t total = n;
+	uint64_t h = hash_start(n), w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = hash_word(h, w);
+	}
+	if (n)
+		h = hash_word(h, tail_word(p, n, total));
+	return hash_end(h);
 }
 
 /*
@@ -383,20 +396,81 @@ static inline size_t prefix_len(const char *a, const char *b, size_t n)
 	return i;
 }
 
+/* How many bytes key shares with the reference (its form's first byte); the first key sets it. */
+static inline size_t kform_prefix(struct recon_compare *cmp, const char *key, size_t len)
+{
+	if (atomic_load_explicit(&cmp->kref.state, memory_order_acquire) != 2)
+		recon_compare_kref_set(cmp, key, len);
+	return prefix_len(cmp->kref.s, key, len < cmp->kref.len ? len : cmp->kref.len);
+}
+
+/* Writes the form of key, which shares p bytes with the reference, to out (len - p + 1 bytes). */
+static inline void kform_write(const char *key, size_t len, size_t p, char *out)
+{
+	out[0] = (char)(unsigned char)p;
+	copy_short(out + 1, key + p, len - p);
+}
+
 /*
  * Writes key's form (struct kref) to out, which has room for len + 1 bytes;
- * returns its length. The first key sets the reference.
+ * returns its length.
  */
 static inline size_t kform_put(struct recon_compare *cmp, const char *key, size_t len, char *out)
 {
-	size_t p;
+	const size_t p = kform_prefix(cmp, key, len);
 
-	if (atomic_load_explicit(&cmp->kref.state, memory_order_acquire) != 2)
-		recon_compare_kref_set(cmp, key, len);
-	p = prefix_len(cmp->kref.s, key, len < cmp->kref.len ? len : cmp->kref.len);
-	out[0] = (char)(unsigned char)p;
-	copy_short(out + 1, key + p, len - p);
+	kform_write(key, len, p, out);
 	return len - p + 1;
+}
+
+/*
+ * key_hash() of the form of key, which shares p bytes with the reference,
+ * read from the key itself: with p > 0 the form is the key from byte p - 1
+ * on, that byte replaced by p. A form written out and hashed at once is read
+ * back across the stores that wrote it, which the store buffer cannot
+ * forward (a stall on every row).
+ */
+static inline uint64_t kform_hash(const char *key, size_t len, size_t p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (p) {
+		const unsigned char *s = (const unsigned char *)key + p - 1;
+		const size_t total = len - p + 1;
+		size_t n = total;
+		uint64_t h = hash_start(n), w;
+
+		if (n >= 8) {
+			memcpy(&w, s, 8);
+			h = hash_word(h, (w & ~(uint64_t)0xff) | p);
+			for (s += 8, n -= 8; n >= 8; s += 8, n -= 8) {
+				memcpy(&w, s, 8);
+				h = hash_word(h, w);
+			}
+			if (n) /* its 8 bytes lie past the form's first */
+				h = hash_word(h, tail_word(s, n, total));
+		} else if (n >= 4) { /* tail_word()'s two loads of 4, the first byte replaced */
+			uint32_t lo, hi;
+			memcpy(&lo, s, 4);
+			memcpy(&hi, s + n - 4, 4);
+			lo = (lo & ~(uint32_t)0xff) | (uint32_t)p;
+			if (n == 4)
+				hi = lo;
+			h = hash_word(h, lo | (uint64_t)hi >> (8 * (8 - n)) << 32);
+		} else { /* tail_word()'s three bytes */
+			const uint64_t b0 = p, bm = n / 2 ? s[n / 2] : p, bl = n > 1 ? s[n - 1] : p;
+			h = hash_word(h, b0 | bm << (8 * (n / 2)) | bl << (8 * (n - 1)));
+		}
+		return hash_end(h);
+	}
+#endif
+	char buf[KFORM_STACK], *f = len < sizeof(buf) ? buf : recon_xmalloc(len + 1);
+	uint64_t h;
+
+	kform_write(key, len, p, f);
+	h = key_hash(f, len - p + 1);
+	if (f != buf)
+		free(f);
+	return h;
 }
 
 /* The length of the key whose form is kf (n bytes). */
