@@ -108,12 +108,41 @@ static inline void *recon_arena_alloc(struct recon_arena *a, size_t n)
 	return p;
 }
 
+/*
+ * Copies n bytes of a short string (a key, an id) without a call: two
+ * overlapping moves of 16, 8 or 4 bytes up to 32 bytes, memcpy() beyond.
+ * Through the PLT to libc's memcpy a key's copy was 8% of staging; a memcpy
+ * whose length the compiler knows to be bounded is inlined as `rep movsq`,
+ * whose start-up took 16% of normalizing a row (an id's copy).
+ */
+static inline void recon_copy_short(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	if (n > 32) {
+		memcpy(d, s, n);
+	} else if (n >= 16) {
+		memcpy(d, s, 16);
+		memcpy(d + n - 16, s + n - 16, 16);
+	} else if (n >= 8) {
+		memcpy(d, s, 8);
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
 /* A NUL-terminated copy of s[0..n). */
 static inline char *recon_arena_strndup(struct recon_arena *a, const char *s, size_t n)
 {
 	char *p = recon_arena_alloc(a, recon_st_add(n, 1));
 
-	memcpy(p, s, n);
+	recon_copy_short(p, s, n);
 	p[n] = '\0';
 	return p;
 }

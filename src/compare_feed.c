@@ -308,7 +308,7 @@ static unsigned char *srow_put(const struct recon_compare *cmp, unsigned char *o
 		o += sizeof(w);
 	}
 	if (kp == KP_FORM)
-		copy_short(o, row->key, klen);
+		recon_copy_short(o, row->key, klen);
 	else
 		kform_write(row->key, row->key_len, kp, (char *)o);
 	return o + klen;

@@ -345,34 +345,6 @@ static inline uint64_t key_hash(const void *key, size_t n)
 	return hash_end(h);
 }
 
-/*
- * Copies n bytes of a short byte string (a key) without a call: two
- * overlapping moves of 16, 8 or 4 bytes up to 32 bytes, memcpy() beyond. A
- * key is copied twice a row (staged, then into its record): through the PLT
- * to libc's memcpy that was 8% of staging.
- */
-static inline void copy_short(void *dst, const void *src, size_t n)
-{
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-
-	if (n > 32) {
-		memcpy(d, s, n);
-	} else if (n >= 16) {
-		memcpy(d, s, 16);
-		memcpy(d + n - 16, s + n - 16, 16);
-	} else if (n >= 8) {
-		memcpy(d, s, 8);
-		memcpy(d + n - 8, s + n - 8, 8);
-	} else if (n >= 4) {
-		memcpy(d, s, 4);
-		memcpy(d + n - 4, s + n - 4, 4);
-	} else {
-		for (size_t i = 0; i < n; i++)
-			d[i] = s[i];
-	}
-}
-
 /* Sets cmp's reference key from key, unless another thread did (struct kref). */
 void recon_compare_kref_set(struct recon_compare *cmp, const char *key, size_t len);
 
@@ -408,7 +380,7 @@ static inline size_t kform_prefix(struct recon_compare *cmp, const char *key, si
 static inline void kform_write(const char *key, size_t len, size_t p, char *out)
 {
 	out[0] = (char)(unsigned char)p;
-	copy_short(out + 1, key + p, len - p);
+	recon_copy_short(out + 1, key + p, len - p);
 }
 
 /*

@@ -838,7 +838,7 @@ static struct krec *get_rec(struct recon_compare *cmp, struct part *p, const cha
 	rec_set_class(r, -1);
 	if (len < KEY_LONG) {
 		r->key_len = (uint8_t)len;
-		copy_short(r->key, key, len);
+		recon_copy_short(r->key, key, len);
 	} else {
 		const uint32_t n = (uint32_t)len;
 		r->key_len = KEY_LONG;

@@ -539,6 +539,16 @@ static void test_normalize_currency(void **state)
 	norm_reject(fx, up, "currency", "invalid currency 'US'", 0);
 	set(fx, RECON_COL_CURRENCY, "USDT");
 	norm_reject(fx, up, "currency", "invalid currency 'USDT'", 0);
+	/* any case, after another code (the last one's exponent is kept) */
+	set(fx, RECON_COL_CURRENCY, "kWd");
+	set(fx, RECON_COL_AMOUNT, "1.5");
+	norm_ok(fx, up);
+	assert_string_equal(fx->row.currency, "KWD");
+	assert_int_equal(fx->row.amount, 1500);
+	/* only ASCII letters change case: a Latin-1 e-acute stays, and is no code */
+	set(fx, RECON_COL_CURRENCY, "\xe9ur");
+	norm_reject(fx, up, "currency", "unknown currency", 1);
+	set(fx, RECON_COL_AMOUNT, "1.00");
 
 	/* an empty cell means the side's default */
 	set(fx, RECON_COL_CURRENCY, " ");
