@@ -649,42 +649,37 @@ struct recon_compare_feeder *recon_compare_feeder_new(struct recon_compare *cmp,
 	return f;
 }
 
+/*
+ * A row feed() does not stage at once, its key in its form: a statement entry
+ * whose id is checked exactly, or a row after such entries gathered for
+ * their check (in read order, so after them).
+ */
 static void feed_row(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
 {
 	struct recon_compare *cmp = f->cmp;
 	const bool id = !rejected && f->side == RECON_SIDE_UPSTREAM && row->entry_id;
-	const uint8_t op = rejected ? OP_REJECT : OP_NOID; /* of a row without an id */
 	unsigned char small[160];
-	uint64_t h;
 
-	if (id && !cmp->speculate && id_pack_max(row) <= sizeof(small)) {
+	if (!id) {
+		put_pre(f, row, rejected ? OP_REJECT : OP_NOID, NULL, 0);
+	} else if (id_pack_max(row) <= sizeof(small)) {
 		/* ids are checked in read order, a batch at a time */
 		put_pre(f, row, OP_ADD, small,
 			(uint32_t)recon_compare_id_pack(row->entry, row->key, row->key_len,
 							row->entry_id, row->entry_id_len, small));
-		return;
-	}
-	if (!id && f->pre && f->pre->len) {
-		put_pre(f, row, op, NULL, 0); /* after the rows gathered */
-		return;
-	}
-	h = key_hash(row->key, row->key_len);
-	if (!id) {
-		stage(f, row, KP_FORM, h, op, 0);
-	} else if (cmp->speculate) {
-		stage(f, row, KP_FORM, h, OP_ADD | OP_FP, id_fingerprint(row, h));
 	} else {
 		/* a long id: checked now, in order, after the rows gathered */
 		flush_pre(f);
-		stage(f, row, KP_FORM, h, recon_compare_id_seen(cmp, row) ? OP_DUP : OP_ADD, 0);
+		stage(f, row, KP_FORM, key_hash(row->key, row->key_len),
+		      recon_compare_id_seen(cmp, row) ? OP_DUP : OP_ADD, 0);
 	}
 }
 
 /*
  * Feeds a row. The common ones (a local row, a speculated statement entry,
  * with no checked entries waiting before them) go straight to their stream,
- * their key's form hashed from the key and written there; the others are fed
- * with their key in its form (struct kref).
+ * their key's form hashed from the key and written there; the others go
+ * through feed_row() with their key in its form (struct kref).
  */
 static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bool rejected)
 {
