@@ -697,7 +697,7 @@ static void feed(struct recon_compare_feeder *f, const struct recon_row *row, bo
 			stage(f, row, p, h, rejected ? OP_REJECT : OP_NOID, 0);
 		return;
 	}
-	feed_row(f, kform_row(cmp, row, &er, buf, sizeof(buf), &heap), rejected);
+	feed_row(f, kform_row(cmp, row, &er, buf, &heap), rejected);
 	free(heap);
 }
 

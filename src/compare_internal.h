@@ -345,6 +345,21 @@ static inline uint64_t key_hash(const void *key, size_t n)
 	return hash_end(h);
 }
 
+/*
+ * Room for the form of a key of len bytes: buf (KFORM_STACK bytes) when it
+ * fits, else the heap; kform_free() gives it back.
+ */
+static inline char *kform_room(char *buf, size_t len)
+{
+	return len < KFORM_STACK ? buf : recon_xmalloc(len + 1);
+}
+
+static inline void kform_free(char *f, const char *buf)
+{
+	if (f != buf)
+		free(f);
+}
+
 /* Sets cmp's reference key from key, unless another thread did (struct kref). */
 void recon_compare_kref_set(struct recon_compare *cmp, const char *key, size_t len);
 
@@ -435,13 +450,12 @@ static inline uint64_t kform_hash(const char *key, size_t len, size_t p)
 		return hash_end(h);
 	}
 #endif
-	char buf[KFORM_STACK], *f = len < sizeof(buf) ? buf : recon_xmalloc(len + 1);
+	char buf[KFORM_STACK], *f = kform_room(buf, len);
 	uint64_t h;
 
 	kform_write(key, len, p, f);
 	h = key_hash(f, len - p + 1);
-	if (f != buf)
-		free(f);
+	kform_free(f, buf);
 	return h;
 }
 
@@ -462,17 +476,16 @@ static inline void kform_get(const struct recon_compare *cmp, const char *kf, si
 
 /*
  * A row whose key is in the compare's form: a copy of row in *er, its key in
- * buf (cap bytes) when it fits, else in *heap (for the caller to free).
+ * buf (KFORM_STACK bytes) when it fits, else in *heap (for the caller to
+ * free; NULL otherwise).
  */
 static inline const struct recon_row *kform_row(struct recon_compare *cmp,
 						const struct recon_row *row, struct recon_row *er,
-						char *buf, size_t cap, char **heap)
+						char *buf, char **heap)
 {
-	char *out = buf;
+	char *out = kform_room(buf, row->key_len);
 
-	*heap = NULL;
-	if (row->key_len >= cap)
-		out = *heap = recon_xmalloc((size_t)row->key_len + 1);
+	*heap = out != buf ? out : NULL;
 	*er = *row;
 	er->key = out;
 	er->key_len = (uint32_t)kform_put(cmp, row->key, row->key_len, out);

@@ -1380,7 +1380,7 @@ void recon_compare_add(struct recon_compare *cmp, int side, const struct recon_r
 {
 	char buf[KFORM_STACK], *heap;
 	struct recon_row er;
-	const struct recon_row *row = kform_row(cmp, in, &er, buf, sizeof(buf), &heap);
+	const struct recon_row *row = kform_row(cmp, in, &er, buf, &heap);
 	uint64_t h = key_hash(row->key, row->key_len);
 	int iddup = -1;
 
@@ -1398,7 +1398,7 @@ void recon_compare_add_rejected(struct recon_compare *cmp, int side, const struc
 {
 	char buf[KFORM_STACK], *heap;
 	struct recon_row er;
-	const struct recon_row *row = kform_row(cmp, in, &er, buf, sizeof(buf), &heap);
+	const struct recon_row *row = kform_row(cmp, in, &er, buf, &heap);
 	uint64_t h = key_hash(row->key, row->key_len);
 
 	recon_compare_reject_key(cmp, &cmp->part[part_of(cmp, h)], side, row, h);
@@ -1457,33 +1457,30 @@ void recon_compare_reserve(struct recon_compare *cmp, uint64_t keys, uint64_t up
  */
 static struct krec *find_key(const struct recon_compare *cmp, const char *key, size_t len)
 {
-	char buf[KFORM_STACK], *f = buf;
+	char buf[KFORM_STACK], *f;
 	struct krec *r;
 	size_t n;
 
 	if (atomic_load_explicit(&cmp->kref.state, memory_order_acquire) != 2)
 		return NULL;
-	if (len >= sizeof(buf))
-		f = recon_xmalloc(len + 1);
+	f = kform_room(buf, len);
 	/* the reference is set: nothing of cmp is changed */
 	n = kform_put((struct recon_compare *)cmp, key, len, f);
 	r = find_rec(cmp, f, n, key_hash(f, n));
-	if (f != buf)
-		free(f);
+	kform_free(f, buf);
 	return r;
 }
 
 /* A key's widened record, created when the window read nothing of it (single-threaded). */
 static struct keyent *ledger_rec(struct recon_compare *cmp, const char *key, size_t len)
 {
-	char buf[KFORM_STACK], *f = len < sizeof(buf) ? buf : recon_xmalloc(len + 1);
+	char buf[KFORM_STACK], *f = kform_room(buf, len);
 	const size_t n = kform_put(cmp, key, len, f);
 	const uint64_t h = key_hash(f, n);
 	struct part *p = &cmp->part[part_of(cmp, h)];
 	struct krec *r = get_rec(cmp, p, f, n, h);
 
-	if (f != buf)
-		free(f);
+	kform_free(f, buf);
 	if (!(r->fl & F_EXT))
 		widen(cmp, p, r);
 	return r->u.ext;
