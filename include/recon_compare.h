@@ -147,6 +147,12 @@ void recon_compare_free(struct recon_compare *cmp);
  * Rows need not be allocated in it: the compare copies what it keeps.
  */
 struct recon_arena *recon_compare_arena(struct recon_compare *cmp);
+/*
+ * The memory the feeders' builds left unused, for arenas the caller fills
+ * after the read (recon_arena_use_donor): such an arena is released before
+ * recon_compare_free().
+ */
+const struct recon_donor *recon_compare_donor(struct recon_compare *cmp);
 
 /*
  * Adds a normalized row of `side` (RECON_SIDE_*). Its strings are borrowed for

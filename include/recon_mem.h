@@ -62,13 +62,26 @@ void recon_mem_advise_huge(void *p, size_t n);
 /* recon_grow(), the array advised as recon_mem_advise_huge() once it is big. */
 void recon_grow_huge(void **p, size_t *alloc, size_t need, size_t size);
 
+/*
+ * Memory faulted in already that arenas may take instead of fresh pages
+ * (recon_arena_use_donor): blocks of `size` bytes from take(arg), which is
+ * thread-safe and returns NULL once none is left. The donor owns them: an
+ * arena never frees them, and is released before its donor goes.
+ */
+struct recon_donor {
+	void *(*take)(void *arg);
+	void *arg;
+	size_t size;
+};
+
 struct recon_arena_block;
 struct recon_arena {
 	struct recon_arena_block *head;
-	char *cur;    /* next free byte in head */
-	char *end;    /* end of head */
-	size_t total; /* bytes obtained from the system */
-	int huge;     /* recon_arena_init_huge() */
+	char *cur;			 /* next free byte in head */
+	char *end;			 /* end of head */
+	size_t total;			 /* bytes obtained from the system */
+	int huge;			 /* recon_arena_init_huge() */
+	const struct recon_donor *donor; /* recon_arena_use_donor() */
 };
 
 void recon_arena_init(struct recon_arena *a);
@@ -79,7 +92,13 @@ void recon_arena_init(struct recon_arena *a);
  * of megabytes at once. recon_arena_release() keeps it so.
  */
 void recon_arena_init_huge(struct recon_arena *a);
-/* Frees every block; the arena can be used again afterwards. NULL-safe. */
+/*
+ * From now on a's new blocks come from donor d while it has any, when the
+ * allocation fits one (NULL: none). Fresh memory costs the kernel's zeroing
+ * and, on a VM, the host's faults; a donor's blocks were paid for already.
+ */
+void recon_arena_use_donor(struct recon_arena *a, const struct recon_donor *d);
+/* Frees every block (a donor's go back to nobody); the arena can be used again. NULL-safe. */
 void recon_arena_release(struct recon_arena *a);
 /*
  * Forgets every allocation but keeps the newest block for reuse: a scratch

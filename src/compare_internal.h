@@ -190,6 +190,10 @@ struct recon_compare {
 	size_t slab_max; /* bytes of the biggest slab (recon_compare_reserve) */
 	void *spare; /* a slab of slab_max bytes faulted in ahead (recon_compare_prefault), under mu
 		      */
+	/* the blocks the builds left unused, lent to the post-read arenas (recon_compare_donor) */
+	void *recycled; /* linked through their first word, under recycle_mu */
+	pthread_mutex_t recycle_mu;
+	struct recon_donor donor;
 	/*
 	 * Prematched (the feeders' builds): each builder, a partition once built
 	 * (in the cache), marks its plain matches whose local row lies in the
@@ -593,7 +597,11 @@ void recon_compare_wait(struct recon_compare *cmp, long ms);
  */
 void recon_compare_prefault(struct recon_compare *cmp, int side,
 			    bool (*more)(struct recon_compare *cmp));
-/* Returns the pages of writer w's free blocks to the system (the blocks are not used again). */
+/*
+ * Writer w's free blocks, and the slab faulted in ahead that nobody took,
+ * go to the post-read arenas (recon_compare_donor): faulted in already, they
+ * spare those arenas fresh memory.
+ */
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w);
 /* Gives a block back to writer w's pool. */
 void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b);

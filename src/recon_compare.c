@@ -355,6 +355,20 @@ static void *map_region(struct recon_compare *cmp, size_t len, bool populate)
 	return a;
 }
 
+/* A block lent to an arena (struct recon_donor's take); NULL once none is left. */
+static void *recycled_take(void *arg)
+{
+	struct recon_compare *cmp = arg;
+	void *b;
+
+	pthread_mutex_lock(&cmp->recycle_mu);
+	b = cmp->recycled;
+	if (b)
+		memcpy(&cmp->recycled, b, sizeof(void *));
+	pthread_mutex_unlock(&cmp->recycle_mu);
+	return b;
+}
+
 void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 {
 	struct pool *pl = &cmp->pool[w];
@@ -364,6 +378,9 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 		memcpy(&pl->free, b, sizeof(void *));
 		return b;
 	}
+	/* after the read: the blocks lent to the arenas, while they last */
+	if (pl->cur == pl->end && (b = recycled_take(cmp)) != NULL)
+		return b;
 	if (pl->cur == pl->end) {
 		size_t len = pl->next_slab ? pl->next_slab : SLAB_MIN;
 		void *m = NULL;
@@ -432,46 +449,49 @@ void recon_compare_prefault(struct recon_compare *cmp, int side,
 	pthread_mutex_unlock(&cmp->mu);
 }
 
-static int addr_cmp(const void *a, const void *b)
+const struct recon_donor *recon_compare_donor(struct recon_compare *cmp)
 {
-	const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
+	return &cmp->donor;
 }
 
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
 {
 	struct pool *pl = &cmp->pool[w];
-	void *b = pl->free, *next;
-	uintptr_t *v = NULL;
-	size_t n = 0, alloc = 0;
+	void *first = pl->free, *last = NULL, *spare;
 
 	/*
-	 * Their pages go back to the system; the blocks stay in their slab,
-	 * unused. In address order, neighbours as one range: a call per block
-	 * splits a huge page each time and flushes the TLB thousands of times.
+	 * They stay where they are, faulted in: handed back to the system, they
+	 * cost the arenas after the read as many fresh pages (and on a VM the
+	 * host's faults: ~1.5 s a GiB here, bench/README.md).
 	 */
-	for (; b; b = next) {
-		memcpy(&next, b, sizeof(next));
-		if (n == alloc)
-			recon_grow((void **)&v, &alloc, n + 1, sizeof(*v));
-		v[n++] = (uintptr_t)b;
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), addr_cmp);
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && v[j] == v[j - 1] + BLOCK; j++)
-			;
-		(void)madvise((void *)v[i], (j - i) * BLOCK, MADV_DONTNEED);
-	}
-	free(v);
+	for (void *b = first; b; memcpy(&b, b, sizeof(b)))
+		last = b;
 	pl->free = NULL;
-	/* a slab faulted in ahead that nobody took */
+	/* the rest of the slab being carved */
+	for (; pl->cur && pl->cur < pl->end; pl->cur += BLOCK) {
+		memcpy(pl->cur, &first, sizeof(void *));
+		first = pl->cur;
+		if (!last)
+			last = first;
+	}
 	pthread_mutex_lock(&cmp->mu);
-	if (cmp->spare)
-		(void)madvise(cmp->spare, cmp->slab_max, MADV_DONTNEED);
+	spare = cmp->spare;
 	cmp->spare = NULL;
 	pthread_mutex_unlock(&cmp->mu);
+	/* a slab faulted in ahead that nobody took: its blocks too */
+	for (size_t o = 0; spare && o < cmp->slab_max; o += BLOCK) {
+		void *b = (unsigned char *)spare + o;
+		memcpy(b, &first, sizeof(void *));
+		first = b;
+		if (!last)
+			last = b;
+	}
+	if (!first)
+		return;
+	pthread_mutex_lock(&cmp->recycle_mu);
+	memcpy(last, &cmp->recycled, sizeof(void *));
+	cmp->recycled = first;
+	pthread_mutex_unlock(&cmp->recycle_mu);
 }
 
 void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b)
@@ -668,6 +688,14 @@ struct recon_compare *recon_compare_new(const struct recon_job *job, const struc
 	recon_arena_init_huge(&cmp->skeys[1]);
 	recon_arena_init(&cmp->pkeys);
 	recon_arena_init(&cmp->ckeys);
+	cmp->donor = (struct recon_donor){recycled_take, cmp, BLOCK};
+	pthread_mutex_init(&cmp->recycle_mu, NULL);
+	for (int i = 0; i < 2; i++) {
+		recon_arena_use_donor(&cmp->dkeys[i], &cmp->donor);
+		recon_arena_use_donor(&cmp->skeys[i], &cmp->donor);
+	}
+	recon_arena_use_donor(&cmp->pkeys, &cmp->donor);
+	recon_arena_use_donor(&cmp->ckeys, &cmp->donor);
 	parts_init(cmp, PARTS_MIN);
 	for (unsigned w = 0; w < NWRITERS; w++) {
 		store_init(&cmp->recs[w], 3, BLOCK_BITS, 31, (uint32_t)w << 31, &cmp->pool[w]);
@@ -720,6 +748,7 @@ void recon_compare_free(struct recon_compare *cmp)
 	for (size_t i = 0; i < FP_BUCKETS; i++)
 		free(cmp->fps[i].v);
 	pthread_mutex_destroy(&cmp->mu);
+	pthread_mutex_destroy(&cmp->recycle_mu);
 	pthread_cond_destroy(&cmp->cv);
 	for (unsigned w = 0; w < NWRITERS; w++)
 		free(cmp->listed[w].v);

@@ -143,10 +143,11 @@ void recon_grow_huge(void **p, size_t *alloc, size_t need, size_t size)
 	*alloc = n;
 }
 
-/* Arena: a list of blocks, each at least 1 MiB, newest first. */
+/* Arena: a list of blocks, each at least 1 MiB (or a donor's), newest first. */
 struct recon_arena_block {
 	struct recon_arena_block *next;
 	size_t size;
+	bool donated; /* a donor's: never freed here */
 	max_align_t data[];
 };
 
@@ -158,6 +159,7 @@ void recon_arena_init(struct recon_arena *a)
 	a->cur = a->end = NULL;
 	a->total = 0;
 	a->huge = 0;
+	a->donor = NULL;
 }
 
 void recon_arena_init_huge(struct recon_arena *a)
@@ -180,6 +182,17 @@ static struct recon_arena_block *arena_block(bool huge, size_t size)
 	return b;
 }
 
+void recon_arena_use_donor(struct recon_arena *a, const struct recon_donor *d)
+{
+	a->donor = d;
+}
+
+static void block_free(struct recon_arena_block *b)
+{
+	if (!b->donated)
+		free(b);
+}
+
 void recon_arena_release(struct recon_arena *a)
 {
 	struct recon_arena_block *b, *next;
@@ -188,7 +201,7 @@ void recon_arena_release(struct recon_arena *a)
 		return;
 	for (b = a->head; b; b = next) {
 		next = b->next;
-		free(b);
+		block_free(b);
 	}
 	/* empty again; a huge arena stays one */
 	a->head = NULL;
@@ -204,7 +217,7 @@ void recon_arena_reset(struct recon_arena *a)
 		return;
 	for (b = a->head->next; b; b = next) {
 		next = b->next;
-		free(b);
+		block_free(b);
 	}
 	a->head->next = NULL;
 	a->cur = (char *)a->head->data;
@@ -219,13 +232,30 @@ void *recon_arena_alloc_block(struct recon_arena *a, size_t need)
 	const bool huge = a->huge && a->total >= ARENA_BLOCK;
 	const size_t min = huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
 	size_t bsize = need > min ? need : min;
-	struct recon_arena_block *b;
+	struct recon_arena_block *b = NULL;
 	char *p;
 
-	/* grow block size with the arena so big windows use few blocks */
-	if (a->total / 4 > bsize)
-		bsize = a->total / 4 > need ? a->total / 4 : need;
-	b = arena_block(huge, bsize);
+	if (a->donor && need > a->donor->size - sizeof(*b) && a->head) {
+		/* too big for a donor's block: one of its own, behind the one in use */
+		b = arena_block(false, need);
+		b->donated = false;
+		b->size = need;
+		b->next = a->head->next;
+		a->head->next = b;
+		a->total += need;
+		return b->data;
+	}
+	if (a->donor && need <= a->donor->size - sizeof(*b) &&
+	    (b = a->donor->take(a->donor->arg))) {
+		bsize = a->donor->size - sizeof(*b);
+		b->donated = true;
+	} else {
+		/* grow block size with the arena so big windows use few blocks */
+		if (a->total / 4 > bsize)
+			bsize = a->total / 4 > need ? a->total / 4 : need;
+		b = arena_block(huge, bsize);
+		b->donated = false;
+	}
 	b->next = a->head;
 	b->size = bsize;
 	a->head = b;

@@ -966,6 +966,9 @@ static int run_evaluate(struct run *r)
 	for (size_t c = 0; c < rj->nchunks; c++)
 		atomic_init(&rj->done[c], 0);
 	rj->json = r->json = recon_xcalloc(r->ndiffs ? r->ndiffs : 1, sizeof(*r->json));
+	/* the lines go where the compare's build left memory unused (released before it) */
+	for (int t = 0; t < 2; t++)
+		recon_arena_use_donor(&rj->lines[t], recon_compare_donor(r->cmp));
 	rj->threaded = pthread_create(&rj->th, NULL, render_thread, rj) == 0;
 	r->pjson = render_lines(rj, r->pend, r->npend);
 	/* in key order: the ledger's B-tree takes them as appends, not at random */
