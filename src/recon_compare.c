@@ -2239,7 +2239,17 @@ static void classify_share(struct classified *out)
 	const struct recon_compare *cmp = out->cmp;
 	const size_t n0 = cmp->recs[0].n, total = n0 + cmp->recs[1].n;
 
-	/* prematched: only the listed records, CLASSIFY_LISTED at a time */
+	/*
+	 * prematched: only the listed records, CLASSIFY_LISTED at a time. The lists
+	 * are reserved for all of them at once, which costs address space only: a
+	 * list grown by doubling faulted in (and copied) as much again as it kept.
+	 */
+	if (cmp->pre_on && eval_count(cmp)) {
+		recon_grow_huge((void **)&out->diffs, &out->alloc, eval_count(cmp),
+				sizeof(*out->diffs));
+		recon_grow_huge((void **)&out->pending, &out->apending, eval_count(cmp),
+				sizeof(*out->pending));
+	}
 	for (size_t n = cmp->pre_on ? eval_count(cmp) : 0; n;) {
 		size_t g = atomic_fetch_add(out->next, CLASSIFY_LISTED);
 		if (g >= n)
