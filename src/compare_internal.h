@@ -190,8 +190,11 @@ struct recon_compare {
 	size_t slab_max; /* bytes of the biggest slab (recon_compare_reserve) */
 	void *spare; /* a slab of slab_max bytes faulted in ahead (recon_compare_prefault), under mu
 		      */
-	/* the blocks the builds left unused, lent to the post-read arenas (recon_compare_donor) */
+	/* the blocks the builds left unused, and the classification's lists once merged, lent to
+	   the post-read arenas (recon_compare_donor) */
 	void *recycled; /* linked through their first word, under recycle_mu */
+	void **lent;	/* buffers lent to the arenas as well (lend_buffer), freed last */
+	size_t nlent, alent;
 	pthread_mutex_t recycle_mu;
 	struct recon_donor donor;
 	/*

@@ -454,44 +454,80 @@ const struct recon_donor *recon_compare_donor(struct recon_compare *cmp)
 	return &cmp->donor;
 }
 
+/* A chain of blocks (linked through their first word) being gathered for the arenas. */
+struct chain {
+	void *first, *last;
+};
+
+static void chain_add(struct chain *c, void *b)
+{
+	memcpy(b, &c->first, sizeof(void *));
+	c->first = b;
+	if (!c->last)
+		c->last = b;
+}
+
+/* The blocks of span [p, p + n) that are whole, onto c. */
+static void chain_span(struct chain *c, void *p, size_t n)
+{
+	for (size_t o = 0; p && o + BLOCK <= n; o += BLOCK)
+		chain_add(c, (unsigned char *)p + o);
+}
+
+/* Lends c's blocks to the arenas (struct recon_donor). */
+static void chain_lend(struct recon_compare *cmp, const struct chain *c)
+{
+	if (!c->first)
+		return;
+	pthread_mutex_lock(&cmp->recycle_mu);
+	memcpy(c->last, &cmp->recycled, sizeof(void *));
+	cmp->recycled = c->first;
+	pthread_mutex_unlock(&cmp->recycle_mu);
+}
+
 void recon_compare_pool_release(struct recon_compare *cmp, unsigned w)
 {
 	struct pool *pl = &cmp->pool[w];
-	void *first = pl->free, *last = NULL, *spare;
+	struct chain c = {NULL, NULL};
+	void *next;
 
 	/*
 	 * They stay where they are, faulted in: handed back to the system, they
 	 * cost the arenas after the read as many fresh pages (and on a VM the
 	 * host's faults: ~1.5 s a GiB here, bench/README.md).
 	 */
-	for (void *b = first; b; memcpy(&b, b, sizeof(b)))
-		last = b;
-	pl->free = NULL;
-	/* the rest of the slab being carved */
-	for (; pl->cur && pl->cur < pl->end; pl->cur += BLOCK) {
-		memcpy(pl->cur, &first, sizeof(void *));
-		first = pl->cur;
-		if (!last)
-			last = first;
+	for (void *b = pl->free; b; b = next) {
+		memcpy(&next, b, sizeof(next));
+		chain_add(&c, b);
 	}
+	pl->free = NULL;
+	/* the rest of the slab being carved, and a slab faulted in ahead that nobody took */
+	if (pl->cur)
+		chain_span(&c, pl->cur, (size_t)(pl->end - pl->cur));
+	pl->cur = pl->end;
 	pthread_mutex_lock(&cmp->mu);
-	spare = cmp->spare;
+	chain_span(&c, cmp->spare, cmp->slab_max);
 	cmp->spare = NULL;
 	pthread_mutex_unlock(&cmp->mu);
-	/* a slab faulted in ahead that nobody took: its blocks too */
-	for (size_t o = 0; spare && o < cmp->slab_max; o += BLOCK) {
-		void *b = (unsigned char *)spare + o;
-		memcpy(b, &first, sizeof(void *));
-		first = b;
-		if (!last)
-			last = b;
-	}
-	if (!first)
+	chain_lend(cmp, &c);
+}
+
+/*
+ * Lends the first n bytes of p (malloc()'s, written already) to the arenas
+ * as well; p is freed by recon_compare_free().
+ */
+static void lend_buffer(struct recon_compare *cmp, void *p, size_t n)
+{
+	struct chain c = {NULL, NULL};
+
+	if (!p || n < BLOCK) {
+		free(p);
 		return;
-	pthread_mutex_lock(&cmp->recycle_mu);
-	memcpy(last, &cmp->recycled, sizeof(void *));
-	cmp->recycled = first;
-	pthread_mutex_unlock(&cmp->recycle_mu);
+	}
+	recon_grow((void **)&cmp->lent, &cmp->alent, cmp->nlent + 1, sizeof(*cmp->lent));
+	cmp->lent[cmp->nlent++] = p;
+	chain_span(&c, p, n);
+	chain_lend(cmp, &c);
 }
 
 void recon_compare_block_put(struct recon_compare *cmp, unsigned w, void *b)
@@ -747,6 +783,9 @@ void recon_compare_free(struct recon_compare *cmp)
 	store_release(&cmp->idstore);
 	for (size_t i = 0; i < FP_BUCKETS; i++)
 		free(cmp->fps[i].v);
+	for (size_t i = 0; i < cmp->nlent; i++)
+		free(cmp->lent[i]);
+	free(cmp->lent);
 	pthread_mutex_destroy(&cmp->mu);
 	pthread_mutex_destroy(&cmp->recycle_mu);
 	pthread_cond_destroy(&cmp->cv);
@@ -2414,11 +2453,12 @@ void recon_compare_classify(struct recon_compare *cmp)
 		ns[i] = part[i].npending;
 	}
 	cmp->pending = merge_lists(lists, ns, &cmp->npending, cmp->skeys);
+	/* what the lists took, faulted in, for the arenas filled next (the lines) */
 	for (int i = 0; i < 2; i++) {
-		free(part[i].sorted);
-		free(part[i].psorted);
-		free(part[i].diffs);
-		free(part[i].pending);
+		lend_buffer(cmp, part[i].sorted, part[i].n * sizeof(*part[i].sorted));
+		lend_buffer(cmp, part[i].psorted, part[i].npending * sizeof(*part[i].psorted));
+		lend_buffer(cmp, part[i].diffs, part[i].n * sizeof(*part[i].diffs));
+		lend_buffer(cmp, part[i].pending, part[i].npending * sizeof(*part[i].pending));
 	}
 }
 
