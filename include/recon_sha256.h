@@ -45,6 +45,14 @@ struct recon_sha_lane;
 struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx);
 /* The reader: n more bytes of the stream. */
 void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n);
+/*
+ * The reader: recon_sha_lane_update() without the copy, the bytes queued
+ * where they are. They stay unchanged until recon_sha_lane_wait() with the
+ * count returned here (0: hashed already) has returned.
+ */
+uint64_t recon_sha_lane_update_ref(struct recon_sha_lane *l, const void *p, size_t n);
+/* The reader: returns once the bytes of the update that returned ticket are hashed. */
+void recon_sha_lane_wait(struct recon_sha_lane *l, uint64_t ticket);
 /* The reader: everything queued hashed into the context, which it may read from then on. */
 void recon_sha_lane_flush(struct recon_sha_lane *l);
 /*

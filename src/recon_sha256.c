@@ -407,7 +407,9 @@ struct recon_sha_lane {
 	pthread_mutex_t mu;	 /* the queue */
 	pthread_mutex_t hash_mu; /* held while the context takes bytes: one hasher, in order */
 	atomic_bool helped;	 /* a helper came: the reader queues */
-	unsigned char *slot[LANE_SLOTS];
+	unsigned char *slot[LANE_SLOTS]; /* copies (recon_sha_lane_update) */
+	const unsigned char
+	    *at[LANE_SLOTS]; /* a queued piece: its copy, or the reader's own bytes */
 	size_t len[LANE_SLOTS];
 	size_t head, tail; /* queued: [head, tail), counting up; a slot is head % LANE_SLOTS */
 	/* recon_sha_lane_pair: a lane whose queued buffers this one's reader hashes beside its own
@@ -442,7 +444,7 @@ static bool lane_hash_one(struct recon_sha_lane *l)
 	}
 	i = l->head % LANE_SLOTS;
 	pthread_mutex_unlock(&l->mu);
-	recon_sha256_update(l->ctx, l->slot[i], l->len[i]);
+	recon_sha256_update(l->ctx, l->at[i], l->len[i]);
 	pthread_mutex_lock(&l->mu);
 	l->head++;
 	pthread_mutex_unlock(&l->mu);
@@ -490,7 +492,7 @@ static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k
 	i = q->head % LANE_SLOTS;
 	pthread_mutex_unlock(&q->mu);
 	if (any) {
-		own_update2(l->ctx, b, k, q->ctx, q->slot[i], q->len[i]);
+		own_update2(l->ctx, b, k, q->ctx, q->at[i], q->len[i]);
 		pthread_mutex_lock(&q->mu);
 		q->head++;
 		pthread_mutex_unlock(&q->mu);
@@ -502,52 +504,100 @@ static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k
 	return true;
 }
 
-void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
+/*
+ * Queues k bytes at b for a helper or a paired reader (copied unless by_ref);
+ * false when the queue is full and stays so, or nobody helps: the caller
+ * hashes them. The queue's count once they are in goes to *ticket.
+ */
+static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t k, bool by_ref,
+		       uint64_t *ticket)
+{
+	bool queued = false;
+
+	if (!atomic_load_explicit(&l->helped, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&l->mu);
+	if (l->tail - l->head == LANE_SLOTS && pthread_mutex_trylock(&l->hash_mu) == 0) {
+		/* full: the oldest hashed here, so that the queue stays full for
+		   the one hashing it beside its own */
+		pthread_mutex_unlock(&l->mu);
+		(void)lane_hash_one(l);
+		pthread_mutex_unlock(&l->hash_mu);
+		pthread_mutex_lock(&l->mu);
+	}
+	if (l->tail - l->head < LANE_SLOTS) {
+		size_t i = l->tail % LANE_SLOTS;
+		if (by_ref) {
+			l->at[i] = b;
+		} else {
+			if (!l->slot[i])
+				l->slot[i] = recon_xmalloc(LANE_SLOT);
+			memcpy(l->slot[i], b, k);
+			l->at[i] = l->slot[i];
+		}
+		l->len[i] = k;
+		*ticket = ++l->tail;
+		queued = true;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return queued;
+}
+
+/* recon_sha_lane_update() and _update_ref(): the count to wait for (0: hashed already). */
+static uint64_t lane_update(struct recon_sha_lane *l, const void *p, size_t n, bool by_ref)
 {
 	const unsigned char *b = p;
+	uint64_t ticket = 0;
 
 	while (n) {
 		size_t k = n < LANE_SLOT ? n : LANE_SLOT;
-		bool queued = false;
 
-		if (lane_pair(l, b, k)) {
-			b += k;
-			n -= k;
-			continue;
-		}
-		if (atomic_load_explicit(&l->helped, memory_order_relaxed)) {
-			pthread_mutex_lock(&l->mu);
-			if (l->tail - l->head == LANE_SLOTS &&
-			    pthread_mutex_trylock(&l->hash_mu) == 0) {
-				/* full: the oldest hashed here, so that the queue stays full for
-				   the one hashing it beside its own */
-				pthread_mutex_unlock(&l->mu);
-				(void)lane_hash_one(l);
-				pthread_mutex_unlock(&l->hash_mu);
-				pthread_mutex_lock(&l->mu);
-			}
-			if (l->tail - l->head < LANE_SLOTS) {
-				size_t i = l->tail % LANE_SLOTS;
-				if (!l->slot[i])
-					l->slot[i] = recon_xmalloc(LANE_SLOT);
-				memcpy(l->slot[i], b, k);
-				l->len[i] = k;
-				l->tail++;
-				queued = true;
-			}
-			pthread_mutex_unlock(&l->mu);
-		}
-		if (!queued) {
+		if (!lane_pair(l, b, k) && !lane_queue(l, b, k, by_ref, &ticket)) {
 			/* no helper, or it fell behind: the queue first, then these bytes */
 			pthread_mutex_lock(&l->hash_mu);
 			while (lane_hash_one(l))
 				;
 			recon_sha256_update(l->ctx, b, k);
 			pthread_mutex_unlock(&l->hash_mu);
+			ticket = 0;
 		}
 		b += k;
 		n -= k;
 	}
+	return ticket;
+}
+
+void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
+{
+	(void)lane_update(l, p, n, false);
+}
+
+uint64_t recon_sha_lane_update_ref(struct recon_sha_lane *l, const void *p, size_t n)
+{
+	return lane_update(l, p, n, true);
+}
+
+void recon_sha_lane_wait(struct recon_sha_lane *l, uint64_t ticket)
+{
+	bool done;
+
+	if (!ticket)
+		return;
+	pthread_mutex_lock(&l->mu);
+	done = l->head >= ticket;
+	pthread_mutex_unlock(&l->mu);
+	if (done)
+		return;
+	/* the helper may be hashing one now: after it, the rest here, in order */
+	pthread_mutex_lock(&l->hash_mu);
+	for (;;) {
+		pthread_mutex_lock(&l->mu);
+		done = l->head >= ticket;
+		pthread_mutex_unlock(&l->mu);
+		if (done || !lane_hash_one(l))
+			break;
+	}
+	pthread_mutex_unlock(&l->hash_mu);
 }
 
 bool recon_sha_lane_pair(struct recon_sha_lane *reader, struct recon_sha_lane *queuer)

@@ -68,6 +68,7 @@
 #include "recon_zip.h"
 
 #define CSV_BLOCK      ((size_t)1 << 20)  /* read(2) size */
+#define CSV_RING       4		  /* a lane's read buffers (struct csv_source) */
 #define CSV_IDLE_MS    ((int64_t)300000)  /* a pipe's default idle_timeout: 5 minutes */
 #define CSV_MAX_RECORD ((size_t)16 << 20) /* longer records are rejects */
 #define CSV_RAW_MAX    1024		  /* row->raw cap */
@@ -100,6 +101,15 @@ struct csv_source {
 	/* Line reader: buf[pos, end) is unread input; scan bytes of it hold no '\n'. */
 	char *buf;
 	size_t cap, pos, end, scan;
+	/*
+	 * With a lane, buf is one of a ring of buffers: what a read brought is
+	 * queued for the lane where it lies (no copy), and a buffer is written
+	 * again only once the lane has hashed all it queued from it (ticket).
+	 */
+	char *ring[CSV_RING];
+	size_t ring_cap[CSV_RING];
+	uint64_t ring_ticket[CSV_RING];
+	unsigned ring_at;
 	bool eof;
 	uint64_t lineno;	/* physical lines consumed */
 	bool overlong;		/* the line just returned was longer than CSV_MAX_RECORD */
@@ -198,11 +208,42 @@ static int wait_input(struct csv_source *s, struct recon_err *err)
 	return 0;
 }
 
+/*
+ * fill() with a lane, out of room: the unread input moves to the ring's next
+ * buffer, once the lane has hashed what was queued from it (grown first if
+ * need be: nothing in it is queued any more).
+ */
+static void ring_next(struct csv_source *s)
+{
+	const unsigned nx = (s->ring_at + 1) % CSV_RING;
+	const size_t keep = s->end - s->pos;
+
+	s->ring_cap[s->ring_at] = s->cap;
+	recon_sha_lane_wait(s->lane, s->ring_ticket[nx]);
+	s->ring_ticket[nx] = 0;
+	if (!s->ring[nx] || s->ring_cap[nx] < keep + CSV_BLOCK) {
+		size_t cap = s->ring[nx] ? s->ring_cap[nx] : 2 * CSV_BLOCK;
+		while (cap < keep + CSV_BLOCK)
+			cap = recon_st_mult(cap, 2);
+		free(s->ring[nx]);
+		s->ring[nx] = recon_xmalloc(cap);
+		s->ring_cap[nx] = cap;
+	}
+	memcpy(s->ring[nx], s->buf + s->pos, keep);
+	s->ring_at = nx;
+	s->buf = s->ring[nx];
+	s->cap = s->ring_cap[nx];
+	s->pos = 0;
+	s->end = keep;
+}
+
 static int fill(struct csv_source *s, struct recon_err *err)
 {
 	ssize_t n;
 
-	if (s->cap - s->end < CSV_BLOCK) {
+	if (s->lane && s->cap - s->end < CSV_BLOCK) {
+		ring_next(s);
+	} else if (s->cap - s->end < CSV_BLOCK) {
 		if (s->pos) {
 			memmove(s->buf, s->buf + s->pos, s->end - s->pos);
 			s->end -= s->pos;
@@ -234,9 +275,12 @@ static int fill(struct csv_source *s, struct recon_err *err)
 		if (n < 0)
 			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
 					     strerror(errno));
-		if (s->lane)
-			recon_sha_lane_update(s->lane, s->buf + s->end, (size_t)n);
-		else
+		if (s->lane) {
+			const uint64_t t =
+			    recon_sha_lane_update_ref(s->lane, s->buf + s->end, (size_t)n);
+			if (t > s->ring_ticket[s->ring_at])
+				s->ring_ticket[s->ring_at] = t;
+		} else
 			recon_sha256_update(&s->sha, s->buf + s->end, (size_t)n);
 	}
 	if (n == 0) {
@@ -291,6 +335,11 @@ static int next_line(struct csv_source *s, char **line, size_t *len, struct reco
 				s->overlong = true;
 				recon_buf_reset(&s->ovraw);
 				recon_buf_add(&s->ovraw, s->buf + s->pos, CSV_RAW_MAX);
+			}
+			/* the buffer is read into from its start again: what it queued, hashed */
+			if (s->lane) {
+				recon_sha_lane_wait(s->lane, s->ring_ticket[s->ring_at]);
+				s->ring_ticket[s->ring_at] = 0;
 			}
 			s->pos = s->end = s->scan = 0;
 		}
@@ -1441,6 +1490,9 @@ static int detect_packing(struct csv_source *s, struct recon_err *err)
 	}
 	/* plain text: hashed through a lane another thread may help (recon_source_csv_lane) */
 	s->lane = recon_sha_lane_new(&s->sha);
+	s->ring[0] = s->buf;
+	s->ring_cap[0] = s->cap;
+	s->ring_at = 0;
 	return 0;
 }
 
@@ -1548,11 +1600,19 @@ static void csv_close(struct recon_source *src)
 		return;
 	if (s->fd >= 0)
 		close(s->fd);
+	/* nothing queued may point into the buffers once they are gone */
+	if (s->lane)
+		recon_sha_lane_flush(s->lane);
 	recon_sha_lane_free(s->lane);
 	if (s->conv)
 		iconv_close(s->cd);
 	csv_free(&s->csv);
-	free(s->buf);
+	if (s->lane) {
+		for (unsigned i = 0; i < CSV_RING; i++)
+			free(s->ring[i]);
+	} else {
+		free(s->buf);
+	}
 	free(s->f);
 	free(s->stop.v);
 	free(s->comment.v);

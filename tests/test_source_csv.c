@@ -14,13 +14,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <iconv.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "recon_err.h"
 #include "recon_job.h"
+#include "recon_sha256.h"
 #include "recon_source.h"
 #include "recon_time.h"
 
@@ -835,6 +839,101 @@ static void test_source_csv_overlong_record(void **state)
 	recon_source_csv.ops->close(src);
 }
 
+/* Helps a source's lane (recon_source_csv_lane) until told to stop, as recon_run's other reader. */
+struct lane_helper {
+	struct recon_sha_lane *lane;
+	atomic_bool stop;
+};
+
+static void *lane_help_loop(void *arg)
+{
+	struct lane_helper *h = arg;
+
+	/* slow, so that the queue is often full: the reader's buffers still queued when it
+	   comes round to them */
+	while (!atomic_load(&h->stop)) {
+		const struct timespec pause = {0, 20000000};
+		(void)recon_sha_lane_help(h->lane);
+		nanosleep(&pause, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * A file read while another thread hashes it: the reader queues its reads
+ * where they lie, in a ring of buffers it writes again only once hashed.
+ * Rows of every length on both sides of the buffers' ends, a 3 MiB field
+ * (a buffer grows), a record past CSV_MAX_RECORD (the buffer is read into
+ * from its start again): every row comes back whole and in order, and the
+ * digest is the file's.
+ */
+static void test_source_csv_lane_helped(void **state)
+{
+	struct fixture *fx = *state;
+	struct recon_side sd;
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	const size_t nrows = 150000, big = (size_t)3 << 20, overlong = (size_t)17 << 20;
+	char *data = malloc(2 * nrows * 64 + big + overlong + 256), want[65], got[65], key[32];
+	struct lane_helper h;
+	struct recon_err err;
+	const char *path;
+	pthread_t th;
+	size_t n = 0;
+	uint64_t line = 1;
+
+	assert_non_null(data);
+	n += (size_t)sprintf(data + n, "id,blob\n");
+	for (size_t i = 0; i < 2 * nrows; i++) {
+		if (i == nrows / 2) { /* a field of 3 MiB */
+			n += (size_t)sprintf(data + n, "big,");
+			memset(data + n, 'b', big);
+			n += big;
+			data[n++] = '\n';
+		} else if (i == nrows) { /* a record too long to keep */
+			n += (size_t)sprintf(data + n, "long,");
+			memset(data + n, 'l', overlong);
+			n += overlong;
+			data[n++] = '\n';
+		}
+		n += (size_t)sprintf(data + n, "%zu,%.*s\n", i, (int)(i * 7919 % 53),
+				     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0");
+	}
+	path = write_file(fx, "lane.csv", data, n);
+	free(data);
+	recon_err_init(&err);
+	assert_int_equal(recon_sha256_file(path, want, &err), 0);
+	side_init(&sd, path);
+	sd.cols[RECON_COL_KEY0] = S("id");
+	sd.cols[RECON_COL_STATUS] = S("blob");
+	src = open_ok(&sd);
+	h.lane = recon_source_csv_lane(src);
+	assert_non_null(h.lane);
+	atomic_init(&h.stop, false);
+	assert_int_equal(pthread_create(&th, NULL, lane_help_loop, &h), 0);
+	for (size_t i = 0; i < 2 * nrows; i++) {
+		if (i == nrows / 2) {
+			row = next_row(src);
+			check_ok(row, ++line);
+			assert_int_equal(row->len[RECON_COL_STATUS], big);
+		} else if (i == nrows) {
+			row = next_row(src);
+			check_reject(row, ++line, "record longer than 16777216 bytes");
+		}
+		row = next_row(src);
+		check_ok(row, ++line);
+		snprintf(key, sizeof(key), "%zu", i);
+		check_val(row, RECON_COL_KEY0, key);
+		assert_int_equal(row->len[RECON_COL_STATUS], i * 7919 % 53);
+	}
+	expect_done(src);
+	atomic_store(&h.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(recon_source_csv_sha256(src, got), 0);
+	assert_string_equal(got, want);
+	recon_source_csv.ops->close(src);
+}
+
 static void test_source_csv_bad_quotes(void **state)
 {
 	struct fixture *fx = *state;
@@ -1096,6 +1195,7 @@ int main(void)
 	    cmocka_unit_test(test_source_csv_invalid_gbk),
 	    cmocka_unit_test(test_source_csv_big_field),
 	    cmocka_unit_test(test_source_csv_overlong_record),
+	    cmocka_unit_test(test_source_csv_lane_helped),
 	    cmocka_unit_test(test_source_csv_bad_quotes),
 	    cmocka_unit_test(test_source_csv_empty_file),
 	    cmocka_unit_test(test_source_csv_header_only),
