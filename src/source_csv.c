@@ -600,6 +600,68 @@ __attribute__((target("avx512f,avx512bw"))) static bool split_plain512(struct cs
 }
 #endif
 
+#ifdef HAVE_SPLIT512
+/*
+ * The common next line at once: its end found in the same look that splits
+ * it (one pass over its bytes, not memchr() then split_plain512()). 1: the
+ * line (without '\r'), its fields in s->f as split_plain512() leaves them,
+ * consumed and counted as next_line() would. 0, nothing consumed (the fields
+ * undefined): read_record()'s general way is for it, as for a line not whole
+ * in the buffer yet, with the quote character, empty, too long, or whose
+ * first byte may begin a stop or comment prefix.
+ */
+__attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_source *s,
+								     char **line, size_t *len)
+{
+	const unsigned char *p = (const unsigned char *)s->buf + s->pos;
+	const size_t avail = s->end - s->pos;
+	const __m512i vd = _mm512_set1_epi8(s->delim), vq = _mm512_set1_epi8(s->quote);
+	const __m512i vn = _mm512_set1_epi8('\n');
+	const __m512i one = _mm512_set1_epi8(1), top = _mm512_set1_epi8(0x7E);
+	const bool quote = s->quote != 0;
+	uint64_t odd = 0; /* a byte outside 0x01-0x7F: (byte - 1) above 0x7E */
+	size_t start = 0, n = 0, l;
+	bool found = false;
+
+	if (!avail || s->pfx_first[p[0]])
+		return 0;
+	s->nf = 0;
+	for (size_t i = 0; i < avail && !found; i += 64) {
+		const __mmask64 live =
+		    avail - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (avail - i)) - 1;
+		const __m512i v = _mm512_maskz_loadu_epi8(live, p + i);
+		const __mmask64 nl = _mm512_mask_cmpeq_epi8_mask(live, v, vn);
+		/* the bytes before the line's end */
+		const __mmask64 in = nl ? (nl & (0 - nl)) - 1 : live;
+
+		if (quote && _mm512_mask_cmpeq_epi8_mask(in, v, vq))
+			return 0;
+		odd |= _mm512_mask_cmpgt_epu8_mask(in, _mm512_sub_epi8(v, one), top);
+		split_mask(s, _mm512_mask_cmpeq_epi8_mask(in, v, vd), i, &start);
+		if (nl) {
+			n = i + (size_t)__builtin_ctzll(nl);
+			found = true;
+		}
+	}
+	if (!found || n > CSV_MAX_RECORD)
+		return 0;
+	l = n - (n && p[n - 1] == '\r');
+	if (!l || start > l)
+		return 0;
+	add_field(s, start, l - start);
+	s->fbase = (const char *)p;
+	s->flen = l;
+	s->clean = !odd;
+	*line = (char *)s->buf + s->pos;
+	*len = l;
+	s->overlong = false;
+	s->pos += n + 1;
+	s->scan = 0;
+	s->lineno++;
+	return 1;
+}
+#endif
+
 /* split_plain() the fastest way this CPU has. */
 static inline bool split_plain_any(struct csv_source *s, const char *line, size_t len)
 {
@@ -639,6 +701,17 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 	s->reason[0] = '\0';
 	s->rec_conv_bad = 0;
 	s->clean = false;
+#ifdef HAVE_SPLIT512
+	/* past the first line (a BOM) and those skipped, no transcoding, no guard */
+	if (s->split512 && !s->conv && !s->dguard && s->lineno >= 1 &&
+	    s->lineno >= side->csv.skip_lines && next_plain512(s, &line, &len)) {
+		s->rec_line = s->lineno;
+		s->rec_conv_bad = s->conv_bad;
+		s->row.raw = line;
+		s->row.raw_len = len < CSV_RAW_MAX ? len : CSV_RAW_MAX;
+		return 1;
+	}
+#endif
 	for (;;) {
 		rc = next_line(s, &line, &len, err);
 		if (rc < 0)
