@@ -36,28 +36,26 @@ void recon_sha256_final_hex(struct recon_sha256 *c, char hex[65]);
 /*
  * A lane: one stream's bytes hashed in order into a context, by the thread
  * that reads them or, once another thread offers help (it has nothing else
- * to do), by that one: the reader then queues copies of what it reads (a
- * few buffers; when they are full it hashes them itself) and goes on
+ * to do), by that one: the reader then queues what it reads where it lies
+ * (a few pieces; when they are full it hashes them itself) and goes on
  * parsing. The digest is the same whoever hashed which bytes.
  */
 struct recon_sha_lane;
 
 struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx);
-/* The reader: n more bytes of the stream. */
-void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n);
 /*
- * The reader: recon_sha_lane_update() without the copy, the bytes queued
- * where they are. They stay unchanged until recon_sha_lane_wait() with the
- * count returned here (0: hashed already) has returned.
+ * The reader: n more bytes of the stream, queued where they are (no copy).
+ * They stay unchanged until recon_sha_lane_wait() with the count returned
+ * here (0: hashed already), or recon_sha_lane_flush(), has returned.
  */
-uint64_t recon_sha_lane_update_ref(struct recon_sha_lane *l, const void *p, size_t n);
+uint64_t recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n);
 /* The reader: returns once the bytes of the update that returned ticket are hashed. */
 void recon_sha_lane_wait(struct recon_sha_lane *l, uint64_t ticket);
 /* The reader: everything queued hashed into the context, which it may read from then on. */
 void recon_sha_lane_flush(struct recon_sha_lane *l);
 /*
  * Pairs two lanes whose readers run on two threads at once: queuer's reader
- * queues copies of what it reads from then on (as for a helper), and
+ * queues what it reads from then on (as for a helper), and
  * reader's reader hashes each piece it reads beside one of those, both
  * streams' blocks at once (1.4x the bytes per second of one stream). Best
  * with queuer the longer input: the other's reader is done first and helps

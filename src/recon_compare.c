@@ -378,12 +378,12 @@ void *recon_compare_block(struct recon_compare *cmp, unsigned w)
 		memcpy(&pl->free, b, sizeof(void *));
 		return b;
 	}
-	/* after the read: the blocks lent to the arenas, while they last */
-	if (pl->cur == pl->end && (b = recycled_take(cmp)) != NULL)
-		return b;
 	if (pl->cur == pl->end) {
 		size_t len = pl->next_slab ? pl->next_slab : SLAB_MIN;
 		void *m = NULL;
+		/* after the read: the blocks lent to the arenas, while they last */
+		if ((b = recycled_take(cmp)) != NULL)
+			return b;
 		/* a slab the other thread faulted in while it waited (recon_compare_prefault) */
 		pthread_mutex_lock(&cmp->mu);
 		if (cmp->spare && len == cmp->slab_max) {

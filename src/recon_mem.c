@@ -172,13 +172,16 @@ void recon_arena_init_huge(struct recon_arena *a)
 static struct recon_arena_block *arena_block(bool huge, size_t size)
 {
 	const size_t n = recon_st_add(sizeof(struct recon_arena_block), size);
-	void *b = NULL;
+	struct recon_arena_block *b = NULL;
 
-	if (!huge)
-		return recon_xmalloc(n);
-	if (posix_memalign(&b, HUGE_PAGE, n))
-		return recon_xmalloc(n); /* aborts on out-of-memory */
-	recon_mem_advise_huge(b, n);
+	if (!huge) {
+		b = recon_xmalloc(n);
+	} else if (posix_memalign((void **)&b, HUGE_PAGE, n)) {
+		b = recon_xmalloc(n); /* aborts on out-of-memory */
+	} else {
+		recon_mem_advise_huge(b, n);
+	}
+	b->donated = false;
 	return b;
 }
 
@@ -231,30 +234,29 @@ void *recon_arena_alloc_block(struct recon_arena *a, size_t need)
 	   the pages it uses, a big one has its huge blocks from the second on */
 	const bool huge = a->huge && a->total >= ARENA_BLOCK;
 	const size_t min = huge ? 2 * HUGE_PAGE - sizeof(struct recon_arena_block) : ARENA_BLOCK;
+	/* what a donor's block holds (0: no donor) */
+	const size_t dsize = a->donor ? a->donor->size - sizeof(struct recon_arena_block) : 0;
 	size_t bsize = need > min ? need : min;
 	struct recon_arena_block *b = NULL;
 	char *p;
 
-	if (a->donor && need > a->donor->size - sizeof(*b) && a->head) {
+	if (a->donor && need > dsize && a->head) {
 		/* too big for a donor's block: one of its own, behind the one in use */
 		b = arena_block(false, need);
-		b->donated = false;
 		b->size = need;
 		b->next = a->head->next;
 		a->head->next = b;
 		a->total += need;
 		return b->data;
 	}
-	if (a->donor && need <= a->donor->size - sizeof(*b) &&
-	    (b = a->donor->take(a->donor->arg))) {
-		bsize = a->donor->size - sizeof(*b);
+	if (need <= dsize && (b = a->donor->take(a->donor->arg))) {
+		bsize = dsize;
 		b->donated = true;
 	} else {
 		/* grow block size with the arena so big windows use few blocks */
 		if (a->total / 4 > bsize)
 			bsize = a->total / 4 > need ? a->total / 4 : need;
 		b = arena_block(huge, bsize);
-		b->donated = false;
 	}
 	b->next = a->head;
 	b->size = bsize;

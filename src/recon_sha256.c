@@ -407,9 +407,7 @@ struct recon_sha_lane {
 	pthread_mutex_t mu;	 /* the queue */
 	pthread_mutex_t hash_mu; /* held while the context takes bytes: one hasher, in order */
 	atomic_bool helped;	 /* a helper came: the reader queues */
-	unsigned char *slot[LANE_SLOTS]; /* copies (recon_sha_lane_update) */
-	const unsigned char
-	    *at[LANE_SLOTS]; /* a queued piece: its copy, or the reader's own bytes */
+	const unsigned char *at[LANE_SLOTS]; /* the queued pieces: the reader's own bytes */
 	size_t len[LANE_SLOTS];
 	size_t head, tail; /* queued: [head, tail), counting up; a slot is head % LANE_SLOTS */
 	/* recon_sha_lane_pair: a lane whose queued buffers this one's reader hashes beside its own
@@ -505,12 +503,11 @@ static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k
 }
 
 /*
- * Queues k bytes at b for a helper or a paired reader (copied unless by_ref);
- * false when the queue is full and stays so, or nobody helps: the caller
- * hashes them. The queue's count once they are in goes to *ticket.
+ * Queues k bytes at b (where they lie) for a helper or a paired reader; false
+ * when the queue is full and stays so, or nobody helps: the caller hashes
+ * them. The queue's count once they are in goes to *ticket.
  */
-static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t k, bool by_ref,
-		       uint64_t *ticket)
+static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t k, uint64_t *ticket)
 {
 	bool queued = false;
 
@@ -527,14 +524,7 @@ static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t 
 	}
 	if (l->tail - l->head < LANE_SLOTS) {
 		size_t i = l->tail % LANE_SLOTS;
-		if (by_ref) {
-			l->at[i] = b;
-		} else {
-			if (!l->slot[i])
-				l->slot[i] = recon_xmalloc(LANE_SLOT);
-			memcpy(l->slot[i], b, k);
-			l->at[i] = l->slot[i];
-		}
+		l->at[i] = b;
 		l->len[i] = k;
 		*ticket = ++l->tail;
 		queued = true;
@@ -543,8 +533,7 @@ static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t 
 	return queued;
 }
 
-/* recon_sha_lane_update() and _update_ref(): the count to wait for (0: hashed already). */
-static uint64_t lane_update(struct recon_sha_lane *l, const void *p, size_t n, bool by_ref)
+uint64_t recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	uint64_t ticket = 0;
@@ -552,7 +541,7 @@ static uint64_t lane_update(struct recon_sha_lane *l, const void *p, size_t n, b
 	while (n) {
 		size_t k = n < LANE_SLOT ? n : LANE_SLOT;
 
-		if (!lane_pair(l, b, k) && !lane_queue(l, b, k, by_ref, &ticket)) {
+		if (!lane_pair(l, b, k) && !lane_queue(l, b, k, &ticket)) {
 			/* no helper, or it fell behind: the queue first, then these bytes */
 			pthread_mutex_lock(&l->hash_mu);
 			while (lane_hash_one(l))
@@ -565,16 +554,6 @@ static uint64_t lane_update(struct recon_sha_lane *l, const void *p, size_t n, b
 		n -= k;
 	}
 	return ticket;
-}
-
-void recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n)
-{
-	(void)lane_update(l, p, n, false);
-}
-
-uint64_t recon_sha_lane_update_ref(struct recon_sha_lane *l, const void *p, size_t n)
-{
-	return lane_update(l, p, n, true);
 }
 
 void recon_sha_lane_wait(struct recon_sha_lane *l, uint64_t ticket)
@@ -634,8 +613,6 @@ void recon_sha_lane_free(struct recon_sha_lane *l)
 {
 	if (!l)
 		return;
-	for (size_t i = 0; i < LANE_SLOTS; i++)
-		free(l->slot[i]);
 	pthread_mutex_destroy(&l->mu);
 	pthread_mutex_destroy(&l->hash_mu);
 	free(l);

@@ -218,7 +218,6 @@ static void ring_next(struct csv_source *s)
 	const unsigned nx = (s->ring_at + 1) % CSV_RING;
 	const size_t keep = s->end - s->pos;
 
-	s->ring_cap[s->ring_at] = s->cap;
 	recon_sha_lane_wait(s->lane, s->ring_ticket[nx]);
 	s->ring_ticket[nx] = 0;
 	if (!s->ring[nx] || s->ring_cap[nx] < keep + CSV_BLOCK) {
@@ -277,7 +276,7 @@ static int fill(struct csv_source *s, struct recon_err *err)
 					     strerror(errno));
 		if (s->lane) {
 			const uint64_t t =
-			    recon_sha_lane_update_ref(s->lane, s->buf + s->end, (size_t)n);
+			    recon_sha_lane_update(s->lane, s->buf + s->end, (size_t)n);
 			if (t > s->ring_ticket[s->ring_at])
 				s->ring_ticket[s->ring_at] = t;
 		} else
@@ -503,6 +502,15 @@ static inline void split_mask(struct csv_source *s, uint64_t m, size_t base, siz
 	}
 }
 
+/* The last field, from start to len, and the line the fields lie in. */
+static void split_end(struct csv_source *s, const char *line, size_t start, size_t len, bool odd)
+{
+	add_field(s, start, len - start);
+	s->fbase = line;
+	s->flen = len;
+	s->clean = !odd;
+}
+
 /*
  * Splits a line without guard in one pass, 16 bytes at a time: delimiters,
  * the quote character and bytes outside 0x01-0x7F (for check_utf8) in the
@@ -558,14 +566,33 @@ static bool split_plain(struct csv_source *s, const char *line, size_t len)
 			start = i + 1;
 		}
 	}
-	add_field(s, start, len - start);
-	s->fbase = line;
-	s->flen = len;
-	s->clean = !odd;
+	split_end(s, line, start, len, odd != 0);
 	return true;
 }
 
 #ifdef HAVE_SPLIT512
+/* The bytes of a look at p + i that lie before end: all 64, or the first end - i. */
+__attribute__((target("avx512f,avx512bw"))) static inline __mmask64 live512(size_t i, size_t end)
+{
+	return end - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (end - i)) - 1;
+}
+
+/*
+ * One look of split_plain512() and next_plain512(): the bytes `in` of v, the
+ * 64 at offset i. false at the quote character; else the delimiters split
+ * (split_mask) and *odd notes a byte outside 0x01-0x7F ((byte - 1) above 0x7E).
+ */
+__attribute__((target("avx512f,avx512bw"))) static inline bool
+look512(struct csv_source *s, __m512i v, __mmask64 in, size_t i, size_t *start, uint64_t *odd)
+{
+	if (s->quote && _mm512_mask_cmpeq_epi8_mask(in, v, _mm512_set1_epi8(s->quote)))
+		return false;
+	*odd |= _mm512_mask_cmpgt_epu8_mask(in, _mm512_sub_epi8(v, _mm512_set1_epi8(1)),
+					    _mm512_set1_epi8(0x7E));
+	split_mask(s, _mm512_mask_cmpeq_epi8_mask(in, v, _mm512_set1_epi8(s->delim)), i, start);
+	return true;
+}
+
 /*
  * split_plain() 64 bytes at a time with AVX-512 (a line of a statement is
  * one or two looks, not five or six): its result, the same way. The last
@@ -575,32 +602,20 @@ __attribute__((target("avx512f,avx512bw"))) static bool split_plain512(struct cs
 								       const char *line, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)line;
-	const __m512i vd = _mm512_set1_epi8(s->delim), vq = _mm512_set1_epi8(s->quote);
-	const __m512i one = _mm512_set1_epi8(1), top = _mm512_set1_epi8(0x7E);
-	const bool quote = s->quote != 0;
-	uint64_t odd = 0; /* a byte outside 0x01-0x7F: (byte - 1) above 0x7E */
+	uint64_t odd = 0;
 	size_t start = 0;
 
 	s->nf = 0;
 	for (size_t i = 0; i < len; i += 64) {
-		const __mmask64 live =
-		    len - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len - i)) - 1;
-		const __m512i v = _mm512_maskz_loadu_epi8(live, p + i);
+		const __mmask64 live = live512(i, len);
 
-		if (quote && _mm512_mask_cmpeq_epi8_mask(live, v, vq))
+		if (!look512(s, _mm512_maskz_loadu_epi8(live, p + i), live, i, &start, &odd))
 			return false;
-		odd |= _mm512_mask_cmpgt_epu8_mask(live, _mm512_sub_epi8(v, one), top);
-		split_mask(s, _mm512_mask_cmpeq_epi8_mask(live, v, vd), i, &start);
 	}
-	add_field(s, start, len - start);
-	s->fbase = line;
-	s->flen = len;
-	s->clean = !odd;
+	split_end(s, line, start, len, odd != 0);
 	return true;
 }
-#endif
 
-#ifdef HAVE_SPLIT512
 /*
  * The common next line at once: its end found in the same look that splits
  * it (one pass over its bytes, not memchr() then split_plain512()). 1: the
@@ -615,11 +630,7 @@ __attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_
 {
 	const unsigned char *p = (const unsigned char *)s->buf + s->pos;
 	const size_t avail = s->end - s->pos;
-	const __m512i vd = _mm512_set1_epi8(s->delim), vq = _mm512_set1_epi8(s->quote);
-	const __m512i vn = _mm512_set1_epi8('\n');
-	const __m512i one = _mm512_set1_epi8(1), top = _mm512_set1_epi8(0x7E);
-	const bool quote = s->quote != 0;
-	uint64_t odd = 0; /* a byte outside 0x01-0x7F: (byte - 1) above 0x7E */
+	uint64_t odd = 0;
 	size_t start = 0, n = 0, l;
 	bool found = false;
 
@@ -627,17 +638,13 @@ __attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_
 		return 0;
 	s->nf = 0;
 	for (size_t i = 0; i < avail && !found; i += 64) {
-		const __mmask64 live =
-		    avail - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (avail - i)) - 1;
+		const __mmask64 live = live512(i, avail);
 		const __m512i v = _mm512_maskz_loadu_epi8(live, p + i);
-		const __mmask64 nl = _mm512_mask_cmpeq_epi8_mask(live, v, vn);
-		/* the bytes before the line's end */
-		const __mmask64 in = nl ? (nl & (0 - nl)) - 1 : live;
+		const __mmask64 nl = _mm512_mask_cmpeq_epi8_mask(live, v, _mm512_set1_epi8('\n'));
 
-		if (quote && _mm512_mask_cmpeq_epi8_mask(in, v, vq))
+		/* the bytes before the line's end */
+		if (!look512(s, v, nl ? (nl & (0 - nl)) - 1 : live, i, &start, &odd))
 			return 0;
-		odd |= _mm512_mask_cmpgt_epu8_mask(in, _mm512_sub_epi8(v, one), top);
-		split_mask(s, _mm512_mask_cmpeq_epi8_mask(in, v, vd), i, &start);
 		if (nl) {
 			n = i + (size_t)__builtin_ctzll(nl);
 			found = true;
@@ -648,10 +655,7 @@ __attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_
 	l = n - (n && p[n - 1] == '\r');
 	if (!l || start > l)
 		return 0;
-	add_field(s, start, l - start);
-	s->fbase = (const char *)p;
-	s->flen = l;
-	s->clean = !odd;
+	split_end(s, (const char *)p, start, l, odd != 0);
 	*line = (char *)s->buf + s->pos;
 	*len = l;
 	s->overlong = false;

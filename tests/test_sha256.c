@@ -301,7 +301,7 @@ static void test_sha256_lane_same_digest(void **state)
 }
 
 /*
- * Bytes queued where they lie (recon_sha_lane_update_ref), as the CSV reader
+ * Bytes queued where they lie (recon_sha_lane_update), as the CSV reader
  * queues its reads: a ring of three buffers, each written again only once
  * recon_sha_lane_wait() says what was queued from it is hashed, and written
  * over with junk first. With no helper, and with one hashing beside the
@@ -334,7 +334,7 @@ static void test_sha256_lane_by_ref(void **state)
 			recon_sha_lane_wait(h.lane, ticket[at]);
 			memset(ring[at], 0xcc, cap);
 			memcpy(ring[at], data + o, n);
-			ticket[at] = recon_sha_lane_update_ref(h.lane, ring[at], n);
+			ticket[at] = recon_sha_lane_update(h.lane, ring[at], n);
 			o += n;
 			step = step * 7 % cap + 1; /* 1 byte to 1.5 MiB */
 		}
