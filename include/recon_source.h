@@ -124,7 +124,7 @@ struct recon_probe {
 	bool writer;		   /* the writer's grants (SELECT, INSERT, sequences), else the
 				      reader's (SELECT, and read-only) */
 	const char *const *tables; /* writer: the merchant's tables besides s->table, NULL-ended */
-	void (*say)(void *arg, int code, const char *fmt, va_list ap);
+	void (*say)(void *arg, int code, const char *fmt, va_list ap) RECON_PRINTF(3, 0);
 	void *arg;
 };
 

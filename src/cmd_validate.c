@@ -148,6 +148,7 @@ struct probe_arg {
 	const char *what;
 };
 
+static void probe_say(void *arg, int code, const char *fmt, va_list ap) RECON_PRINTF(3, 0);
 static void probe_say(void *arg, int code, const char *fmt, va_list ap)
 {
 	struct probe_arg *pa = arg;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "recon_cmd.h"
+#include "recon_git_commit.h"
 #include "recon_job.h"
 #include "recon_log.h"
 #include "recon_state.h"

@@ -54,6 +54,7 @@ static bool priority_prefix(void)
  * real 10M run wrote 20,000 ALERT lines in 60,000 writes, 0.37 s) and could
  * interleave with another process's lines in a shared log.
  */
+static void log_line(const char *head, const char *fmt, va_list ap) RECON_PRINTF(2, 0);
 static void log_line(const char *head, const char *fmt, va_list ap)
 {
 	char buf[1024], *p = buf;

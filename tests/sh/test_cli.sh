@@ -8,6 +8,11 @@ setup_example
 expect_exit 0 "-V" "$RECON" -V
 check "--version names the version, commit, drivers and data folder" \
 	sh -c "grep -q '^recon [0-9.]* (git ' '$WORK/out' && grep -q '^drivers: csv sqlite' '$WORK/out' && grep -q '^data: /' '$WORK/out'"
+# the commit is the one built: looked up at every build, not at configure time
+if head=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null); then
+	check "--version names the commit the source is at" \
+		sh -c "grep -Eq '^recon [0-9.]* \\(git $head(\\+dirty)?\\)$' '$WORK/out'"
+fi
 expect_exit 0 "version" "$RECON" version
 expect_exit 0 "recon help run" "$RECON" help run
 check "help run shows run's usage" grep -q '^usage: recon run ' "$WORK/out"
