@@ -55,6 +55,14 @@ void recon_state_close(struct recon_state *st);
  * prints, so that closing the store has little left to copy.
  */
 void recon_state_checkpoint_soon(struct recon_state *st);
+/*
+ * The page cache for appends only (small: true), or back to its size for
+ * everything else. A dry run records nothing but its differences, appended
+ * in key order: 4 MiB holds what that touches, where the 32 MiB a real run
+ * needs for its items and ledger (index seeks all over) came in as fresh
+ * memory, 30 MB of a 10M run's peak and 0.04 s of its record phase.
+ */
+int recon_state_cache_small(struct recon_state *st, bool small, struct recon_err *err);
 
 /*
  * Takes the job's run lock: an exclusive flock(2) on "<state path>.<job>.lock",

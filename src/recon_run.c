@@ -1027,7 +1027,9 @@ static int run_record(struct run *r)
 	    .settled_ms = job->ledger_settled_ms,
 	    .retention_ms = job->ledger_retention_ms,
 	};
-	rc = recon_state_record_diffs(r->st, &r->rec, &ic, r->err);
+	rc = ctx->dry_run ? recon_state_cache_small(r->st, true, r->err) : 0;
+	if (rc == 0)
+		rc = recon_state_record_diffs(r->st, &r->rec, &ic, r->err);
 	/* every line is there from here on: the actions read them */
 	render_join(&r->rj);
 	r->rec.ready = NULL;
@@ -1050,7 +1052,8 @@ static int run_act(struct run *r)
 	end_reads(&r->rds[RECON_SIDE_UPSTREAM].src, &r->rds[RECON_SIDE_LOCAL].src, r->up_sha,
 		  r->local_sha, r->have_sha);
 	if ((rc = recon_actions_run(ctx->job, r->st, &r->rec, ctx->dry_run, &r->sum->actions,
-				    r->err)) < 0)
+				    r->err)) < 0 ||
+	    (ctx->dry_run && (rc = recon_state_cache_small(r->st, false, r->err)) < 0))
 		return r->rc = rc;
 	phase_mark(&r->ph, "actions");
 	return 0;

@@ -581,6 +581,13 @@ static void ckpt_stop(struct recon_state *st)
 	st->ckpt = NULL;
 }
 
+int recon_state_cache_small(struct recon_state *st, bool small, struct recon_err *err)
+{
+	/* 32 MB: a run's items and ledger rows stay cached while it records them */
+	return recon_state_exec(
+	    st, small ? "PRAGMA cache_size = -4096" : "PRAGMA cache_size = -32768", err);
+}
+
 /*
  * A store opened for writing: WAL, its pragmas, then the schema checked and
  * migrated.
@@ -603,8 +610,7 @@ static int setup_writable(struct recon_state *st, struct recon_err *err)
 	     * next run redoes the idempotent rest.
 	     */
 	    (rc = recon_state_exec(st, "PRAGMA synchronous = NORMAL", err)) < 0 ||
-	    /* 32 MB: a run's items and ledger rows stay cached while it records them */
-	    (rc = recon_state_exec(st, "PRAGMA cache_size = -32768", err)) < 0 ||
+	    (rc = recon_state_cache_small(st, false, err)) < 0 ||
 	    (rc = recon_state_exec(st, "PRAGMA foreign_keys = ON", err)) < 0 ||
 	    (rc = check_foreign(st, &version, err)) < 0)
 		return rc;
