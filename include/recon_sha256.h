@@ -55,11 +55,14 @@ void recon_sha_lane_wait(struct recon_sha_lane *l, uint64_t ticket);
 void recon_sha_lane_flush(struct recon_sha_lane *l);
 /*
  * Pairs two lanes whose readers run on two threads at once: queuer's reader
- * queues what it reads from then on (as for a helper), and
- * reader's reader hashes each piece it reads beside one of those, both
- * streams' blocks at once (1.4x the bytes per second of one stream). Best
- * with queuer the longer input: the other's reader is done first and helps
- * with the rest. false, nothing changed, where the CPU cannot (no SHA
+ * queues what it reads from then on (as for a helper; past half a queue it
+ * hashes its oldest piece itself when it can), and reader's reader hashes
+ * each piece it reads beside one of those, both streams' blocks at once
+ * (2x the bytes per second of one stream here). Neither waits for the
+ * other: where the queuer's lock is taken, the reader queues its own piece
+ * too (its tickets count, as the queuer's do) and pairs it later. Best with
+ * queuer the longer input: the other's reader is done first and helps with
+ * the rest. false, nothing changed, where the CPU cannot (no SHA
  * extensions). Unpaired before either lane is freed.
  */
 bool recon_sha_lane_pair(struct recon_sha_lane *reader, struct recon_sha_lane *queuer);

@@ -449,55 +449,109 @@ static bool lane_hash_one(struct recon_sha_lane *l)
 	return true;
 }
 
-void recon_sha_lane_flush(struct recon_sha_lane *l)
+/*
+ * Under l's and q's hash_mu (q: l's partner, or NULL): l's queued pieces,
+ * oldest first, each hashed beside q's oldest queued one, both streams'
+ * blocks at once. Where q has none queued: hashed alone when `alone`, else
+ * left queued (the partner's reader may queue more soon). Stops once l's
+ * count reaches `upto` (UINT64_MAX: everything).
+ */
+static void lane_pair_queued(struct recon_sha_lane *l, struct recon_sha_lane *q, bool alone,
+			     uint64_t upto)
 {
-	pthread_mutex_lock(&l->hash_mu);
-	while (lane_hash_one(l))
-		;
-	pthread_mutex_unlock(&l->hash_mu);
+	for (;;) {
+		size_t i, j = 0;
+		bool theirs = false;
+
+		pthread_mutex_lock(&l->mu);
+		if (l->head == l->tail || l->head >= upto) {
+			pthread_mutex_unlock(&l->mu);
+			return;
+		}
+		i = l->head % LANE_SLOTS;
+		pthread_mutex_unlock(&l->mu);
+		if (q) {
+			pthread_mutex_lock(&q->mu);
+			theirs = q->head != q->tail;
+			j = q->head % LANE_SLOTS;
+			pthread_mutex_unlock(&q->mu);
+		}
+		if (theirs) {
+			own_update2(l->ctx, l->at[i], l->len[i], q->ctx, q->at[j], q->len[j]);
+			pthread_mutex_lock(&q->mu);
+			q->head++;
+			pthread_mutex_unlock(&q->mu);
+		} else if (alone) {
+			recon_sha256_update(l->ctx, l->at[i], l->len[i]);
+		} else {
+			return;
+		}
+		pthread_mutex_lock(&l->mu);
+		l->head++;
+		pthread_mutex_unlock(&l->mu);
+	}
 }
 
 /*
- * The reader of a paired lane l: its k bytes at b hashed beside the oldest
- * buffer its partner queued, both streams' blocks at once. false, having
- * done nothing, when there is no partner or it has nothing queued.
+ * l's queued pieces hashed up to its count `upto`: beside its partner's
+ * where it has one (the reader of a paired lane queues its own pieces too,
+ * lane_pair), else alone. Nobody holding the partner's hash_mu waits for
+ * l's: the partner's reader takes only its own, and helps l (a try, never a
+ * wait) only once it has read all.
  */
-static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k)
+static void lane_settle(struct recon_sha_lane *l, uint64_t upto)
 {
 	struct recon_sha_lane *q = atomic_load_explicit(&l->partner, memory_order_acquire);
-	bool any;
-	size_t i;
+
+	pthread_mutex_lock(&l->hash_mu);
+	if (q)
+		pthread_mutex_lock(&q->hash_mu);
+	lane_pair_queued(l, q, true, upto);
+	if (q)
+		pthread_mutex_unlock(&q->hash_mu);
+	pthread_mutex_unlock(&l->hash_mu);
+}
+
+void recon_sha_lane_flush(struct recon_sha_lane *l)
+{
+	lane_settle(l, UINT64_MAX);
+}
+
+/*
+ * The reader of a paired lane l: its k bytes at b queued behind its own
+ * earlier ones, then as many of them as the partner has queued pieces for
+ * hashed beside those, both streams' blocks at once; the rest stay queued
+ * for the next time (*ticket: their count, for recon_sha_lane_wait). Neither
+ * reader waits for the other: where a hash_mu is taken (the partner's reader
+ * hashing a piece alone, its queue full), the pieces stay queued, and this
+ * reader goes on parsing. A full queue's oldest is hashed at once, beside
+ * the partner's oldest where it has one, else alone. false, having done nothing, when
+ * there is no partner.
+ */
+static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k, uint64_t *ticket)
+{
+	struct recon_sha_lane *q = atomic_load_explicit(&l->partner, memory_order_acquire);
+	uint64_t room = 0;
 
 	if (!q)
 		return false;
-	pthread_mutex_lock(&q->mu);
-	any = q->head != q->tail;
-	pthread_mutex_unlock(&q->mu);
-	if (!any)
-		return false;
-	/*
-	 * Its own lane first, then the partner's, waiting while the partner's
-	 * reader hashes one buffer itself (its queue was full). Nobody holding the
-	 * partner's waits for this lane: its reader hashes only its own lane, and
-	 * it helps this one (a try, never a wait) only once it has read all.
-	 */
-	pthread_mutex_lock(&l->hash_mu);
-	pthread_mutex_lock(&q->hash_mu);
-	while (lane_hash_one(l))
-		; /* what this lane queued before (a helper came and went): first, in order */
-	pthread_mutex_lock(&q->mu);
-	any = q->head != q->tail;
-	i = q->head % LANE_SLOTS;
-	pthread_mutex_unlock(&q->mu);
-	if (any) {
-		own_update2(l->ctx, b, k, q->ctx, q->at[i], q->len[i]);
-		pthread_mutex_lock(&q->mu);
-		q->head++;
-		pthread_mutex_unlock(&q->mu);
-	} else {
-		recon_sha256_update(l->ctx, b, k);
+	pthread_mutex_lock(&l->mu);
+	if (l->tail - l->head == LANE_SLOTS)
+		room = l->head + 1;
+	pthread_mutex_unlock(&l->mu);
+	if (room)
+		lane_settle(l, room); /* its oldest, to make room */
+	pthread_mutex_lock(&l->mu);
+	l->at[l->tail % LANE_SLOTS] = b;
+	l->len[l->tail % LANE_SLOTS] = k;
+	*ticket = ++l->tail;
+	pthread_mutex_unlock(&l->mu);
+	if (pthread_mutex_trylock(&l->hash_mu) != 0)
+		return true; /* a helper is at it */
+	if (pthread_mutex_trylock(&q->hash_mu) == 0) {
+		lane_pair_queued(l, q, false, UINT64_MAX);
+		pthread_mutex_unlock(&q->hash_mu);
 	}
-	pthread_mutex_unlock(&q->hash_mu);
 	pthread_mutex_unlock(&l->hash_mu);
 	return true;
 }
@@ -514,9 +568,10 @@ static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t 
 	if (!atomic_load_explicit(&l->helped, memory_order_relaxed))
 		return false;
 	pthread_mutex_lock(&l->mu);
-	if (l->tail - l->head == LANE_SLOTS && pthread_mutex_trylock(&l->hash_mu) == 0) {
-		/* full: the oldest hashed here, so that the queue stays full for
-		   the one hashing it beside its own */
+	if (l->tail - l->head >= LANE_SLOTS / 2 && pthread_mutex_trylock(&l->hash_mu) == 0) {
+		/* half full: the oldest hashed here, so that the queue stays half
+		   full for the one hashing it beside its own, and room is there
+		   while that one holds the lock */
 		pthread_mutex_unlock(&l->mu);
 		(void)lane_hash_one(l);
 		pthread_mutex_unlock(&l->hash_mu);
@@ -541,7 +596,7 @@ uint64_t recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n
 	while (n) {
 		size_t k = n < LANE_SLOT ? n : LANE_SLOT;
 
-		if (!lane_pair(l, b, k) && !lane_queue(l, b, k, &ticket)) {
+		if (!lane_pair(l, b, k, &ticket) && !lane_queue(l, b, k, &ticket)) {
 			/* no helper, or it fell behind: the queue first, then these bytes */
 			pthread_mutex_lock(&l->hash_mu);
 			while (lane_hash_one(l))
@@ -565,18 +620,9 @@ void recon_sha_lane_wait(struct recon_sha_lane *l, uint64_t ticket)
 	pthread_mutex_lock(&l->mu);
 	done = l->head >= ticket;
 	pthread_mutex_unlock(&l->mu);
-	if (done)
-		return;
 	/* the helper may be hashing one now: after it, the rest here, in order */
-	pthread_mutex_lock(&l->hash_mu);
-	for (;;) {
-		pthread_mutex_lock(&l->mu);
-		done = l->head >= ticket;
-		pthread_mutex_unlock(&l->mu);
-		if (done || !lane_hash_one(l))
-			break;
-	}
-	pthread_mutex_unlock(&l->hash_mu);
+	if (!done)
+		lane_settle(l, ticket);
 }
 
 bool recon_sha_lane_pair(struct recon_sha_lane *reader, struct recon_sha_lane *queuer)

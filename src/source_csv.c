@@ -68,7 +68,7 @@
 #include "recon_zip.h"
 
 #define CSV_BLOCK      ((size_t)1 << 20)  /* read(2) size */
-#define CSV_RING       4		  /* a lane's read buffers (struct csv_source) */
+#define CSV_RING       8		  /* a lane's read buffers (struct csv_source) */
 #define CSV_IDLE_MS    ((int64_t)300000)  /* a pipe's default idle_timeout: 5 minutes */
 #define CSV_MAX_RECORD ((size_t)16 << 20) /* longer records are rejects */
 #define CSV_RAW_MAX    1024		  /* row->raw cap */

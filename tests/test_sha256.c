@@ -469,6 +469,98 @@ static void test_sha256_lane_pair_two_threads(void **state)
 	}
 }
 
+/* One side of the by-reference pairing test: reads through a ring of buffers, as source_csv.c. */
+struct ring_side {
+	struct recon_sha_lane *lane, *other;
+	const unsigned char *in;
+	size_t len, step;
+	atomic_int *done;
+};
+
+#define RING_N	 4
+#define RING_CAP ((size_t)(5u << 20) / 4)
+
+static void *ring_read(void *arg)
+{
+	struct ring_side *p = arg;
+	unsigned char *ring[RING_N];
+	uint64_t ticket[RING_N] = {0};
+	unsigned at = 0;
+
+	for (int i = 0; i < RING_N; i++) {
+		ring[i] = malloc(RING_CAP);
+		assert_non_null(ring[i]);
+	}
+	for (size_t o = 0; o < p->len;) {
+		size_t n = p->step < p->len - o ? p->step : p->len - o;
+		at = (at + 1) % RING_N;
+		recon_sha_lane_wait(p->lane, ticket[at]);
+		memset(ring[at], 0xa5, RING_CAP);
+		memcpy(ring[at], p->in + o, n);
+		ticket[at] = recon_sha_lane_update(p->lane, ring[at], n);
+		o += n;
+		p->step = p->step * 7 % RING_CAP + 1;
+	}
+	recon_sha_lane_flush(p->lane);
+	/* nothing may be hashed from the buffers from here on: junk in them now */
+	for (int i = 0; i < RING_N; i++) {
+		memset(ring[i], 0x5a, RING_CAP);
+		free(ring[i]);
+	}
+	atomic_fetch_add(p->done, 1);
+	while (atomic_load(p->done) < 2)
+		(void)recon_sha_lane_help(p->other);
+	return NULL;
+}
+
+/*
+ * Paired lanes on two threads, each reading through a ring of buffers
+ * written again (junk first) only once recon_sha_lane_wait() says what was
+ * queued from them is hashed: the reader of the pair queues its own pieces
+ * too (where the queuer's lock is taken, it does not wait), so its tickets
+ * count as the queuer's do. Both digests are the one-shot ones, the longer
+ * input on either side.
+ */
+static void test_sha256_lane_pair_by_ref(void **state)
+{
+	const size_t len[2][2] = {{(9u << 20) + 5, (17u << 20) + 99}, {(15u << 20) + 1, 6u << 20}};
+
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		struct recon_sha256 ctx[2];
+		struct ring_side side[2];
+		unsigned char *in[2];
+		char want[2][65], got[65];
+		atomic_int done;
+		pthread_t th;
+
+		atomic_init(&done, 0);
+		for (int i = 0; i < 2; i++) {
+			in[i] = noise(len[c][i], 0xA0761D6478BD642FULL * (uint64_t)(2 * c + i + 1));
+			recon_sha256_hex(in[i], len[c][i], want[i]);
+			recon_sha256_init(&ctx[i]);
+			side[i].lane = recon_sha_lane_new(&ctx[i]);
+			side[i].in = in[i];
+			side[i].len = len[c][i];
+			side[i].done = &done;
+			side[i].step = (1u << 20) - 11 * (size_t)i;
+		}
+		side[0].other = side[1].lane;
+		side[1].other = side[0].lane;
+		(void)recon_sha_lane_pair(side[0].lane, side[1].lane);
+		assert_int_equal(pthread_create(&th, NULL, ring_read, &side[1]), 0);
+		(void)ring_read(&side[0]);
+		pthread_join(th, NULL);
+		recon_sha_lane_unpair(side[0].lane);
+		for (int i = 0; i < 2; i++) {
+			recon_sha256_final_hex(&ctx[i], got);
+			assert_string_equal(got, want[i]);
+			recon_sha_lane_free(side[i].lane);
+			free(in[i]);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +580,7 @@ int main(void)
 	    cmocka_unit_test(test_sha256_lane_by_ref),
 	    cmocka_unit_test(test_sha256_lane_pair_one_thread),
 	    cmocka_unit_test(test_sha256_lane_pair_two_threads),
+	    cmocka_unit_test(test_sha256_lane_pair_by_ref),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
