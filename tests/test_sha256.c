@@ -398,13 +398,21 @@ static void test_sha256_lane_pair_one_thread(void **state)
 	}
 }
 
-/* One side of the two-thread pairing test. */
+/* One side of the two-thread pairing tests. */
 struct pair_side {
 	struct recon_sha_lane *lane, *other;
 	const unsigned char *in;
 	size_t len, step;
 	atomic_int *done; /* sides that have read all */
 };
+
+/* Read all, then (done first) help the other until it is done too, as the readers of a run do. */
+static void pair_done(struct pair_side *p)
+{
+	atomic_fetch_add(p->done, 1);
+	while (atomic_load(p->done) < 2)
+		(void)recon_sha_lane_help(p->other);
+}
 
 static void *pair_read(void *arg)
 {
@@ -416,73 +424,18 @@ static void *pair_read(void *arg)
 		o += n;
 	}
 	recon_sha_lane_flush(p->lane);
-	atomic_fetch_add(p->done, 1);
-	/* done first: helps the other until it is done too, as the readers of a run do */
-	while (atomic_load(p->done) < 2)
-		(void)recon_sha_lane_help(p->other);
+	pair_done(p);
 	return NULL;
 }
-
-/*
- * Paired lanes read on two threads at once, as a run's two readers do: the
- * queuer's input the longer, then the shorter (the reader done first helps
- * the other, as in a run). Both digests are the one-shot ones.
- */
-static void test_sha256_lane_pair_two_threads(void **state)
-{
-	const size_t len[2][2] = {{(7u << 20) + 5, (13u << 20) + 99}, {(11u << 20) + 1, 3u << 20}};
-
-	(void)state;
-	for (int c = 0; c < 2; c++) {
-		struct recon_sha256 ctx[2];
-		struct pair_side side[2];
-		unsigned char *in[2];
-		char want[2][65], got[65];
-		atomic_int done;
-		pthread_t th;
-
-		atomic_init(&done, 0);
-		for (int i = 0; i < 2; i++) {
-			in[i] = noise(len[c][i], 0xD1B54A32D192ED03ULL * (uint64_t)(2 * c + i + 1));
-			recon_sha256_hex(in[i], len[c][i], want[i]);
-			recon_sha256_init(&ctx[i]);
-			side[i].lane = recon_sha_lane_new(&ctx[i]);
-			side[i].in = in[i];
-			side[i].len = len[c][i];
-			side[i].done = &done;
-		}
-		side[0].other = side[1].lane;
-		side[1].other = side[0].lane;
-		side[0].step = (1u << 20) - 7; /* a read's size, about */
-		side[1].step = (1u << 20) + 333;
-		(void)recon_sha_lane_pair(side[0].lane, side[1].lane);
-		assert_int_equal(pthread_create(&th, NULL, pair_read, &side[1]), 0);
-		(void)pair_read(&side[0]);
-		pthread_join(th, NULL);
-		recon_sha_lane_unpair(side[0].lane);
-		for (int i = 0; i < 2; i++) {
-			recon_sha256_final_hex(&ctx[i], got);
-			assert_string_equal(got, want[i]);
-			recon_sha_lane_free(side[i].lane);
-			free(in[i]);
-		}
-	}
-}
-
-/* One side of the by-reference pairing test: reads through a ring of buffers, as source_csv.c. */
-struct ring_side {
-	struct recon_sha_lane *lane, *other;
-	const unsigned char *in;
-	size_t len, step;
-	atomic_int *done;
-};
 
 #define RING_N	 4
 #define RING_CAP ((size_t)(5u << 20) / 4)
 
+/* pair_read() through a ring of buffers, as source_csv.c reads: each written again
+   (junk first) only once recon_sha_lane_wait() says what was queued from it is hashed */
 static void *ring_read(void *arg)
 {
-	struct ring_side *p = arg;
+	struct pair_side *p = arg;
 	unsigned char *ring[RING_N];
 	uint64_t ticket[RING_N] = {0};
 	unsigned at = 0;
@@ -507,28 +460,21 @@ static void *ring_read(void *arg)
 		memset(ring[i], 0x5a, RING_CAP);
 		free(ring[i]);
 	}
-	atomic_fetch_add(p->done, 1);
-	while (atomic_load(p->done) < 2)
-		(void)recon_sha_lane_help(p->other);
+	pair_done(p);
 	return NULL;
 }
 
 /*
- * Paired lanes on two threads, each reading through a ring of buffers
- * written again (junk first) only once recon_sha_lane_wait() says what was
- * queued from them is hashed: the reader of the pair queues its own pieces
- * too (where the queuer's lock is taken, it does not wait), so its tickets
- * count as the queuer's do. Both digests are the one-shot ones, the longer
- * input on either side.
+ * Paired lanes read on two threads at once by read(), as a run's two readers
+ * do: for each pair of lengths (the queuer's input the longer, then the
+ * shorter: the reader done first helps the other), both digests are the
+ * one-shot ones.
  */
-static void test_sha256_lane_pair_by_ref(void **state)
+static void pair_two_threads(const size_t len[2][2], uint64_t seed, void *(*read)(void *))
 {
-	const size_t len[2][2] = {{(9u << 20) + 5, (17u << 20) + 99}, {(15u << 20) + 1, 6u << 20}};
-
-	(void)state;
 	for (int c = 0; c < 2; c++) {
 		struct recon_sha256 ctx[2];
-		struct ring_side side[2];
+		struct pair_side side[2];
 		unsigned char *in[2];
 		char want[2][65], got[65];
 		atomic_int done;
@@ -536,20 +482,21 @@ static void test_sha256_lane_pair_by_ref(void **state)
 
 		atomic_init(&done, 0);
 		for (int i = 0; i < 2; i++) {
-			in[i] = noise(len[c][i], 0xA0761D6478BD642FULL * (uint64_t)(2 * c + i + 1));
+			in[i] = noise(len[c][i], seed * (uint64_t)(2 * c + i + 1));
 			recon_sha256_hex(in[i], len[c][i], want[i]);
 			recon_sha256_init(&ctx[i]);
 			side[i].lane = recon_sha_lane_new(&ctx[i]);
 			side[i].in = in[i];
 			side[i].len = len[c][i];
 			side[i].done = &done;
-			side[i].step = (1u << 20) - 11 * (size_t)i;
 		}
 		side[0].other = side[1].lane;
 		side[1].other = side[0].lane;
+		side[0].step = (1u << 20) - 7; /* a read's size, about */
+		side[1].step = (1u << 20) + 333;
 		(void)recon_sha_lane_pair(side[0].lane, side[1].lane);
-		assert_int_equal(pthread_create(&th, NULL, ring_read, &side[1]), 0);
-		(void)ring_read(&side[0]);
+		assert_int_equal(pthread_create(&th, NULL, read, &side[1]), 0);
+		(void)read(&side[0]);
 		pthread_join(th, NULL);
 		recon_sha_lane_unpair(side[0].lane);
 		for (int i = 0; i < 2; i++) {
@@ -559,6 +506,27 @@ static void test_sha256_lane_pair_by_ref(void **state)
 			free(in[i]);
 		}
 	}
+}
+
+static void test_sha256_lane_pair_two_threads(void **state)
+{
+	const size_t len[2][2] = {{(7u << 20) + 5, (13u << 20) + 99}, {(11u << 20) + 1, 3u << 20}};
+
+	(void)state;
+	pair_two_threads(len, 0xD1B54A32D192ED03ULL, pair_read);
+}
+
+/*
+ * The same through rings of buffers: the reader of the pair queues its own
+ * pieces too (where the queuer's lock is taken, it does not wait), so its
+ * tickets count as the queuer's do; a wait that returned early hashes junk.
+ */
+static void test_sha256_lane_pair_by_ref(void **state)
+{
+	const size_t len[2][2] = {{(9u << 20) + 5, (17u << 20) + 99}, {(15u << 20) + 1, 6u << 20}};
+
+	(void)state;
+	pair_two_threads(len, 0xA0761D6478BD642FULL, ring_read);
 }
 
 int main(void)
