@@ -67,14 +67,14 @@
 #include "recon_totals.h"
 #include "recon_zip.h"
 
-#define CSV_BLOCK      ((size_t)1 << 20)  /* read(2) size */
-#define CSV_RING       8		  /* a lane's read buffers (struct csv_source) */
-#define CSV_IDLE_MS    ((int64_t)300000)  /* a pipe's default idle_timeout: 5 minutes */
-#define CSV_MAX_RECORD ((size_t)16 << 20) /* longer records are rejects */
-#define CSV_RAW_MAX    1024		  /* row->raw cap */
-#define CSV_KEEP_MAX   ((size_t)1 << 20)  /* trailer / footer text cap */
-#define CSV_POS_MAX    100000		  /* header=false: largest column position */
-#define CSV_LIBCSV_BLK ((size_t)64 << 10) /* libcsv field buffer growth step */
+#define CSV_BLOCK      ((size_t)512 << 10) /* read(2) size: a lane's ring holds 4 MiB */
+#define CSV_RING       8		   /* a lane's read buffers (struct csv_source) */
+#define CSV_IDLE_MS    ((int64_t)300000)   /* a pipe's default idle_timeout: 5 minutes */
+#define CSV_MAX_RECORD ((size_t)16 << 20)  /* longer records are rejects */
+#define CSV_RAW_MAX    1024		   /* row->raw cap */
+#define CSV_KEEP_MAX   ((size_t)1 << 20)   /* trailer / footer text cap */
+#define CSV_POS_MAX    100000		   /* header=false: largest column position */
+#define CSV_LIBCSV_BLK ((size_t)64 << 10)  /* libcsv field buffer growth step */
 #define CSV_NO_COL     SIZE_MAX
 
 struct csv_field {
