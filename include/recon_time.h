@@ -146,5 +146,7 @@ void recon_tz_day_bounds(const struct recon_tz *tz, int64_t day, int64_t *start,
  * where = "RECON_NOW".
  */
 RECON_MUSTCHECK int recon_time_now(int64_t *now_ms, struct recon_err *err);
+/* Milliseconds of the monotonic clock: for durations (never $RECON_NOW, never stepped). */
+int64_t recon_monotonic_ms(void);
 
 #endif

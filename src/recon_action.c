@@ -19,6 +19,7 @@
 #include "recon_money.h"
 #include "recon_normalize.h"
 #include "recon_state.h"
+#include "recon_time.h"
 
 static const char *const action_names[] = {"replay", "ticket", "repush", "transition", "alert"};
 static const char *const outcome_names[] = {"done",  "already", "skipped",
@@ -159,14 +160,6 @@ struct actx {
 	bool denied; /* the writer lacks a grant: the other writes are skipped */
 };
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Writes the action records held back (in the open transaction). */
 static void pend_flush(struct actx *a)
 {
@@ -221,7 +214,7 @@ static void state_write(struct actx *a)
 	struct recon_err e;
 
 	if (a->in_batch && !a->dry_run && a->batched % STATE_BATCH_LOOK == 0 &&
-	    monotonic_ms() - a->batch_ms >= STATE_BATCH_MS)
+	    recon_monotonic_ms() - a->batch_ms >= STATE_BATCH_MS)
 		state_flush(a);
 	if (a->in_batch) {
 		a->batched++;
@@ -235,7 +228,7 @@ static void state_write(struct actx *a)
 	}
 	a->in_batch = true;
 	a->batched = 1;
-	a->batch_ms = monotonic_ms();
+	a->batch_ms = recon_monotonic_ms();
 }
 
 /* What one attempt of a writer action needs. */

@@ -50,14 +50,6 @@ void recon_run_span_window(const struct recon_job *job, int64_t start, int64_t e
 	win->day = recon_tz_day_of(job->tz, start);
 }
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Rejects collected during a run; strings in their own arena. */
 struct rejects {
 	struct recon_reject *v;
@@ -182,7 +174,7 @@ static void reader_merge(struct reader *rd, struct rejects *to, struct recon_run
 /* A progress line on stderr, at most every 2 s (only on a terminal, not --quiet). */
 static void progress(struct reader *rd)
 {
-	int64_t now = monotonic_ms(), ms = now - rd->t0;
+	int64_t now = recon_monotonic_ms(), ms = now - rd->t0;
 	uint64_t up, local;
 
 	if (ms < PROGRESS_AFTER || now - rd->shown < PROGRESS_AFTER)
@@ -331,7 +323,7 @@ static void pair_lanes(struct reader *rd)
 /* Opens and reads one side; ends its feeder whatever happened. */
 static int read_side(struct reader *rd)
 {
-	int64_t t0 = monotonic_ms();
+	int64_t t0 = recon_monotonic_ms();
 	int rc;
 
 	if ((rc = recon_source_open(&rd->src, rd->side, rd->win, &rd->err)) == 0) {
@@ -343,7 +335,7 @@ static int read_side(struct reader *rd)
 	} else {
 		atomic_store_explicit(&rd->lane_state, 2, memory_order_release);
 	}
-	rd->ms = monotonic_ms() - t0;
+	rd->ms = recon_monotonic_ms() - t0;
 	if (rc < 0 && rd->stop)
 		atomic_store(rd->stop, true);
 	recon_compare_feeder_free(rd->feeder); /* returns once the other side ended too */
@@ -417,7 +409,7 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 	pthread_t th;
 	bool threaded;
 
-	up->t0 = local->t0 = monotonic_ms();
+	up->t0 = local->t0 = recon_monotonic_ms();
 	{
 		uint64_t bu, bl;
 		uint64_t nu = recon_source_estimate(up->side, up->win, &bu);
@@ -481,8 +473,8 @@ static int read_both(const struct recon_ctx *ctx, struct reader rds[2], bool spe
 		  (unsigned long long)up->rows_read, (long long)(up->ms / 1000),
 		  (long long)(up->ms % 1000), (unsigned long long)local->rows_read,
 		  (long long)(local->ms / 1000), (long long)(local->ms % 1000));
-	if (local->progress && monotonic_ms() - local->t0 >= PROGRESS_AFTER) {
-		int64_t ms = monotonic_ms() - local->t0;
+	if (local->progress && recon_monotonic_ms() - local->t0 >= PROGRESS_AFTER) {
+		int64_t ms = recon_monotonic_ms() - local->t0;
 		recon_log(RECON_LOG_INFO,
 			  "read: upstream %llu rows, local %llu rows in %lld.%01lld s",
 			  (unsigned long long)up->rows_read, (unsigned long long)local->rows_read,
@@ -662,7 +654,7 @@ static int64_t cpu_ms(int64_t *peak_mib)
 
 static void phase_mark(struct phases *ph, const char *name)
 {
-	int64_t peak = 0, now = monotonic_ms(), cpu = cpu_ms(&peak);
+	int64_t peak = 0, now = recon_monotonic_ms(), cpu = cpu_ms(&peak);
 
 	if (ph->n < PHASES_MAX) {
 		ph->name[ph->n] = name;
@@ -831,7 +823,7 @@ static void run_init(struct run *r, const struct recon_ctx *ctx, struct recon_st
 	r->win = win;
 	r->sum = sum;
 	r->err = err;
-	r->t0 = monotonic_ms();
+	r->t0 = recon_monotonic_ms();
 	r->ph = (struct phases){.last = r->t0, .last_cpu = cpu_ms(NULL)};
 	recon_arena_init(&r->rejects.arena);
 	for (int t = 0; t < 2; t++) {
@@ -1075,7 +1067,7 @@ static void run_finish(struct run *r)
 		note_error(sum, r->err); /* no row to finish */
 		return;
 	}
-	sum->duration_ms = monotonic_ms() - r->t0;
+	sum->duration_ms = recon_monotonic_ms() - r->t0;
 	*res = (struct recon_run_result){0};
 	if (!r->rc) {
 		sum->success = true;

@@ -428,45 +428,24 @@ struct recon_sha_lane *recon_sha_lane_new(struct recon_sha256 *ctx)
 }
 
 /*
- * Hashes the oldest queued buffer, under hash_mu (held by the caller); false
- * when none is queued. Its slot is released only once hashed.
- */
-static bool lane_hash_one(struct recon_sha_lane *l)
-{
-	size_t i;
-
-	pthread_mutex_lock(&l->mu);
-	if (l->head == l->tail) {
-		pthread_mutex_unlock(&l->mu);
-		return false;
-	}
-	i = l->head % LANE_SLOTS;
-	pthread_mutex_unlock(&l->mu);
-	recon_sha256_update(l->ctx, l->at[i], l->len[i]);
-	pthread_mutex_lock(&l->mu);
-	l->head++;
-	pthread_mutex_unlock(&l->mu);
-	return true;
-}
-
-/*
- * Under l's and q's hash_mu (q: l's partner, or NULL): l's queued pieces,
+ * Under l's hash_mu, and q's (q: l's partner, or NULL): l's queued pieces,
  * oldest first, each hashed beside q's oldest queued one, both streams'
  * blocks at once. Where q has none queued: hashed alone when `alone`, else
  * left queued (the partner's reader may queue more soon). Stops once l's
- * count reaches `upto` (UINT64_MAX: everything).
+ * count reaches `upto` (UINT64_MAX: everything). A piece's slot is released
+ * only once hashed. Returns how many were.
  */
-static void lane_pair_queued(struct recon_sha_lane *l, struct recon_sha_lane *q, bool alone,
-			     uint64_t upto)
+static size_t lane_hash_queued(struct recon_sha_lane *l, struct recon_sha_lane *q, bool alone,
+			       uint64_t upto)
 {
-	for (;;) {
+	for (size_t done = 0;; done++) {
 		size_t i, j = 0;
 		bool theirs = false;
 
 		pthread_mutex_lock(&l->mu);
 		if (l->head == l->tail || l->head >= upto) {
 			pthread_mutex_unlock(&l->mu);
-			return;
+			return done;
 		}
 		i = l->head % LANE_SLOTS;
 		pthread_mutex_unlock(&l->mu);
@@ -484,7 +463,7 @@ static void lane_pair_queued(struct recon_sha_lane *l, struct recon_sha_lane *q,
 		} else if (alone) {
 			recon_sha256_update(l->ctx, l->at[i], l->len[i]);
 		} else {
-			return;
+			return done;
 		}
 		pthread_mutex_lock(&l->mu);
 		l->head++;
@@ -506,7 +485,7 @@ static void lane_settle(struct recon_sha_lane *l, uint64_t upto)
 	pthread_mutex_lock(&l->hash_mu);
 	if (q)
 		pthread_mutex_lock(&q->hash_mu);
-	lane_pair_queued(l, q, true, upto);
+	lane_hash_queued(l, q, true, upto);
 	if (q)
 		pthread_mutex_unlock(&q->hash_mu);
 	pthread_mutex_unlock(&l->hash_mu);
@@ -515,6 +494,14 @@ static void lane_settle(struct recon_sha_lane *l, uint64_t upto)
 void recon_sha_lane_flush(struct recon_sha_lane *l)
 {
 	lane_settle(l, UINT64_MAX);
+}
+
+/* Queues k bytes at b (under mu, with room for them); returns the queue's count. */
+static uint64_t lane_push(struct recon_sha_lane *l, const unsigned char *b, size_t k)
+{
+	l->at[l->tail % LANE_SLOTS] = b;
+	l->len[l->tail % LANE_SLOTS] = k;
+	return ++l->tail;
 }
 
 /*
@@ -542,14 +529,12 @@ static bool lane_pair(struct recon_sha_lane *l, const unsigned char *b, size_t k
 	if (room)
 		lane_settle(l, room); /* its oldest, to make room */
 	pthread_mutex_lock(&l->mu);
-	l->at[l->tail % LANE_SLOTS] = b;
-	l->len[l->tail % LANE_SLOTS] = k;
-	*ticket = ++l->tail;
+	*ticket = lane_push(l, b, k);
 	pthread_mutex_unlock(&l->mu);
 	if (pthread_mutex_trylock(&l->hash_mu) != 0)
 		return true; /* a helper is at it */
 	if (pthread_mutex_trylock(&q->hash_mu) == 0) {
-		lane_pair_queued(l, q, false, UINT64_MAX);
+		lane_hash_queued(l, q, false, UINT64_MAX);
 		pthread_mutex_unlock(&q->hash_mu);
 	}
 	pthread_mutex_unlock(&l->hash_mu);
@@ -572,16 +557,14 @@ static bool lane_queue(struct recon_sha_lane *l, const unsigned char *b, size_t 
 		/* half full: the oldest hashed here, so that the queue stays half
 		   full for the one hashing it beside its own, and room is there
 		   while that one holds the lock */
+		const uint64_t oldest = l->head + 1;
 		pthread_mutex_unlock(&l->mu);
-		(void)lane_hash_one(l);
+		(void)lane_hash_queued(l, NULL, true, oldest);
 		pthread_mutex_unlock(&l->hash_mu);
 		pthread_mutex_lock(&l->mu);
 	}
 	if (l->tail - l->head < LANE_SLOTS) {
-		size_t i = l->tail % LANE_SLOTS;
-		l->at[i] = b;
-		l->len[i] = k;
-		*ticket = ++l->tail;
+		*ticket = lane_push(l, b, k);
 		queued = true;
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -599,8 +582,7 @@ uint64_t recon_sha_lane_update(struct recon_sha_lane *l, const void *p, size_t n
 		if (!lane_pair(l, b, k, &ticket) && !lane_queue(l, b, k, &ticket)) {
 			/* no helper, or it fell behind: the queue first, then these bytes */
 			pthread_mutex_lock(&l->hash_mu);
-			while (lane_hash_one(l))
-				;
+			(void)lane_hash_queued(l, NULL, true, UINT64_MAX);
 			recon_sha256_update(l->ctx, b, k);
 			pthread_mutex_unlock(&l->hash_mu);
 			ticket = 0;
@@ -643,14 +625,13 @@ void recon_sha_lane_unpair(struct recon_sha_lane *reader)
 
 bool recon_sha_lane_help(struct recon_sha_lane *l)
 {
-	bool did = false;
+	bool did;
 
 	atomic_store_explicit(&l->helped, true, memory_order_relaxed);
 	/* the reader hashing its queue itself (it fell behind, or it ends): nothing to do here */
 	if (pthread_mutex_trylock(&l->hash_mu) != 0)
 		return false;
-	while (lane_hash_one(l))
-		did = true;
+	did = lane_hash_queued(l, NULL, true, UINT64_MAX) > 0;
 	pthread_mutex_unlock(&l->hash_mu);
 	return did;
 }

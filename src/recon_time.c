@@ -1167,3 +1167,11 @@ int recon_time_now(int64_t *now_ms, struct recon_err *err)
 	*now_ms = (int64_t)ts.tv_sec * RECON_MS_PER_SEC + ts.tv_nsec / 1000000;
 	return 0;
 }
+
+int64_t recon_monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * RECON_MS_PER_SEC + ts.tv_nsec / 1000000;
+}

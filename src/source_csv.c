@@ -208,6 +208,13 @@ static int wait_input(struct csv_source *s, struct recon_err *err)
 	return 0;
 }
 
+/* Returns once the lane has hashed what was queued from ring buffer i, which may be written. */
+static void ring_settle(struct csv_source *s, unsigned i)
+{
+	recon_sha_lane_wait(s->lane, s->ring_ticket[i]);
+	s->ring_ticket[i] = 0;
+}
+
 /*
  * fill() with a lane, out of room: the unread input moves to the ring's next
  * buffer, once the lane has hashed what was queued from it (grown first if
@@ -218,8 +225,7 @@ static void ring_next(struct csv_source *s)
 	const unsigned nx = (s->ring_at + 1) % CSV_RING;
 	const size_t keep = s->end - s->pos;
 
-	recon_sha_lane_wait(s->lane, s->ring_ticket[nx]);
-	s->ring_ticket[nx] = 0;
+	ring_settle(s, nx);
 	if (!s->ring[nx] || s->ring_cap[nx] < keep + CSV_BLOCK) {
 		size_t cap = s->ring[nx] ? s->ring_cap[nx] : 2 * CSV_BLOCK;
 		while (cap < keep + CSV_BLOCK)
@@ -336,10 +342,8 @@ static int next_line(struct csv_source *s, char **line, size_t *len, struct reco
 				recon_buf_add(&s->ovraw, s->buf + s->pos, CSV_RAW_MAX);
 			}
 			/* the buffer is read into from its start again: what it queued, hashed */
-			if (s->lane) {
-				recon_sha_lane_wait(s->lane, s->ring_ticket[s->ring_at]);
-				s->ring_ticket[s->ring_at] = 0;
-			}
+			if (s->lane)
+				ring_settle(s, s->ring_at);
 			s->pos = s->end = s->scan = 0;
 		}
 		rc = fill(s, err);

@@ -42,6 +42,18 @@ static void test_grow_huge_keeps_contents(void **state)
 	free(v);
 }
 
+/* Allocation i of the count in p, 1 + (i * 7919) % mod bytes, still holds byte i & 0xff. */
+static void assert_filled(char *const *p, size_t count, size_t mod, int round)
+{
+	for (size_t i = 0; i < count; i++) {
+		const size_t n = 1 + (i * 7919) % mod;
+		for (size_t k = 0; k < n; k++)
+			if ((unsigned char)p[i][k] != (i & 0xff))
+				fail_msg("round %d: allocation %zu overwritten at %zu", round, i,
+					 k);
+	}
+}
+
 /*
  * A huge arena: allocations of every size are distinct, aligned, hold what
  * was written; a reset and a release leave it huge, and it takes more after.
@@ -60,13 +72,7 @@ static void test_arena_huge(void **state)
 			assert_int_equal((uintptr_t)p[i] % _Alignof(max_align_t), 0);
 			memset(p[i], (int)(i & 0xff), n);
 		}
-		for (size_t i = 0; i < 2000; i++) {
-			const size_t n = 1 + (i * 7919) % 9000;
-			for (size_t k = 0; k < n; k++)
-				if ((unsigned char)p[i][k] != (i & 0xff))
-					fail_msg("round %d: allocation %zu overwritten at %zu",
-						 round, i, k);
-		}
+		assert_filled(p, 2000, 9000, round);
 		assert_true(a.total >= ((size_t)4 << 20) - 64);
 		char *s = recon_arena_strndup(&a, "ORD20240301000162127xyz", 20);
 		assert_string_equal(s, "ORD20240301000162127");
@@ -137,13 +143,7 @@ static void test_arena_donor(void **state)
 			from_donor += in_donor(&b, p[i], n);
 			memset(p[i], (int)(i & 0xff), n);
 		}
-		for (size_t i = 0; i < 400; i++) {
-			const size_t n = 1 + (i * 7919) % 3000;
-			for (size_t k = 0; k < n; k++)
-				if ((unsigned char)p[i][k] != (i & 0xff))
-					fail_msg("round %d: allocation %zu overwritten at %zu",
-						 round, i, k);
-		}
+		assert_filled(p, 400, 3000, round);
 		for (size_t k = 0; k < DSIZE; k++)
 			if ((unsigned char)big[k] != 0xee)
 				fail_msg("round %d: the big allocation overwritten at %zu", round,
