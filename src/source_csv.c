@@ -148,6 +148,10 @@ struct csv_source {
 	const char *fbase; /* the fields' text: the line itself, or fbuf */
 	size_t flen;	   /* bytes from fbase covered by the fields */
 	bool clean;	   /* fbase[0, flen) is known ASCII without NUL (split_plain) */
+	/* split in one look (next_plain512): the bytes outside 0x01-0x7F lie in
+	   fbase[odd_lo, odd_hi], none elsewhere (odd_span; else unknown) */
+	bool odd_span;
+	size_t odd_lo, odd_hi;
 	struct recon_buf fbuf;
 	struct recon_buf rawbuf;
 	uint64_t rec_line;
@@ -513,6 +517,7 @@ static void split_end(struct csv_source *s, const char *line, size_t start, size
 	s->fbase = line;
 	s->flen = len;
 	s->clean = !odd;
+	s->odd_span = false;
 }
 
 /*
@@ -582,19 +587,45 @@ __attribute__((target("avx512f,avx512bw"))) static inline __mmask64 live512(size
 }
 
 /*
- * One look of split_plain512() and next_plain512(): the bytes `in` of v, the
- * 64 at offset i. false at the quote character; else the delimiters split
- * (split_mask) and *odd notes a byte outside 0x01-0x7F ((byte - 1) above 0x7E).
+ * One look of split_plain512() and next512(): the bytes `in` of v, the 64 at
+ * offset i (live: those read). false at the quote character; else the
+ * delimiters split (split_mask) and *lo, *hi keep where the bytes outside
+ * 0x01-0x7F ((byte - 1) above 0x7E) lie (*lo == SIZE_MAX: none yet), so that
+ * check_utf8() looks at those alone. guard: a guarded line (struct
+ * recon_side's delim_guard: WeChat's ",`"), split only where the guard
+ * follows the delimiter; g_next: the guard is the byte after the look's 64.
  */
-__attribute__((target("avx512f,avx512bw"))) static inline bool
-look512(struct csv_source *s, __m512i v, __mmask64 in, size_t i, size_t *start, uint64_t *odd)
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline bool
+look512(struct csv_source *s, __m512i v, __mmask64 live, __mmask64 in, bool guard, bool g_next,
+	size_t i, size_t *start, size_t *lo, size_t *hi)
 {
+	const uint64_t odd = _mm512_mask_cmpgt_epu8_mask(
+	    in, _mm512_sub_epi8(v, _mm512_set1_epi8(1)), _mm512_set1_epi8(0x7E));
+	uint64_t d = _mm512_mask_cmpeq_epi8_mask(in, v, _mm512_set1_epi8(s->delim));
+
 	if (s->quote && _mm512_mask_cmpeq_epi8_mask(in, v, _mm512_set1_epi8(s->quote)))
 		return false;
-	*odd |= _mm512_mask_cmpgt_epu8_mask(in, _mm512_sub_epi8(v, _mm512_set1_epi8(1)),
-					    _mm512_set1_epi8(0x7E));
-	split_mask(s, _mm512_mask_cmpeq_epi8_mask(in, v, _mm512_set1_epi8(s->delim)), i, start);
+	if (odd) {
+		if (*lo == SIZE_MAX)
+			*lo = i + (size_t)__builtin_ctzll(odd);
+		*hi = i + 63 - (size_t)__builtin_clzll(odd);
+	}
+	if (guard)
+		d &= (uint64_t)_mm512_mask_cmpeq_epi8_mask(live, v, _mm512_set1_epi8(s->dguard)) >>
+			 1 |
+		     (uint64_t)g_next << 63;
+	split_mask(s, d, i, start);
 	return true;
+}
+
+/* split_end() of a line split by looks: the span of its odd bytes, if any (odd_span). */
+static void split_end_span(struct csv_source *s, const char *line, size_t start, size_t len,
+			   size_t lo, size_t hi)
+{
+	split_end(s, line, start, len, lo != SIZE_MAX);
+	s->odd_span = lo != SIZE_MAX;
+	s->odd_lo = lo;
+	s->odd_hi = hi;
 }
 
 /*
@@ -606,17 +637,17 @@ __attribute__((target("avx512f,avx512bw"))) static bool split_plain512(struct cs
 								       const char *line, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)line;
-	uint64_t odd = 0;
-	size_t start = 0;
+	size_t start = 0, lo = SIZE_MAX, hi = 0;
 
 	s->nf = 0;
 	for (size_t i = 0; i < len; i += 64) {
 		const __mmask64 live = live512(i, len);
 
-		if (!look512(s, _mm512_maskz_loadu_epi8(live, p + i), live, i, &start, &odd))
+		if (!look512(s, _mm512_maskz_loadu_epi8(live, p + i), live, live, false, false, i,
+			     &start, &lo, &hi))
 			return false;
 	}
-	split_end(s, line, start, len, odd != 0);
+	split_end_span(s, line, start, len, lo, hi);
 	return true;
 }
 
@@ -627,15 +658,16 @@ __attribute__((target("avx512f,avx512bw"))) static bool split_plain512(struct cs
  * consumed and counted as next_line() would. 0, nothing consumed (the fields
  * undefined): read_record()'s general way is for it, as for a line not whole
  * in the buffer yet, with the quote character, empty, too long, or whose
- * first byte may begin a stop or comment prefix.
+ * first byte may begin a stop or comment prefix. guard: a guarded data line
+ * (WeChat's), split where the guard follows the delimiter (split_line()'s
+ * rule).
  */
-__attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_source *s,
-								     char **line, size_t *len)
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline int
+next512(struct csv_source *s, char **line, size_t *len, bool guard)
 {
 	const unsigned char *p = (const unsigned char *)s->buf + s->pos;
 	const size_t avail = s->end - s->pos;
-	uint64_t odd = 0;
-	size_t start = 0, n = 0, l;
+	size_t start = 0, n = 0, l, lo = SIZE_MAX, hi = 0;
 	bool found = false;
 
 	if (!avail || s->pfx_first[p[0]])
@@ -645,9 +677,12 @@ __attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_
 		const __mmask64 live = live512(i, avail);
 		const __m512i v = _mm512_maskz_loadu_epi8(live, p + i);
 		const __mmask64 nl = _mm512_mask_cmpeq_epi8_mask(live, v, _mm512_set1_epi8('\n'));
+		const bool g_next =
+		    guard && i + 64 < avail && p[i + 64] == (unsigned char)s->dguard;
 
 		/* the bytes before the line's end */
-		if (!look512(s, v, nl ? (nl & (0 - nl)) - 1 : live, i, &start, &odd))
+		if (!look512(s, v, live, nl ? (nl & (0 - nl)) - 1 : live, guard, g_next, i, &start,
+			     &lo, &hi))
 			return 0;
 		if (nl) {
 			n = i + (size_t)__builtin_ctzll(nl);
@@ -659,7 +694,7 @@ __attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_
 	l = n - (n && p[n - 1] == '\r');
 	if (!l || start > l)
 		return 0;
-	split_end(s, (const char *)p, start, l, odd != 0);
+	split_end_span(s, (const char *)p, start, l, lo, hi);
 	*line = (char *)s->buf + s->pos;
 	*len = l;
 	s->overlong = false;
@@ -667,6 +702,18 @@ __attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_
 	s->scan = 0;
 	s->lineno++;
 	return 1;
+}
+
+__attribute__((target("avx512f,avx512bw"))) static int next_plain512(struct csv_source *s,
+								     char **line, size_t *len)
+{
+	return next512(s, line, len, false);
+}
+
+__attribute__((target("avx512f,avx512bw"))) static int next_guard512(struct csv_source *s,
+								     char **line, size_t *len)
+{
+	return next512(s, line, len, true);
 }
 #endif
 
@@ -709,10 +756,14 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 	s->reason[0] = '\0';
 	s->rec_conv_bad = 0;
 	s->clean = false;
+	s->odd_span = false;
 #ifdef HAVE_SPLIT512
-	/* past the first line (a BOM) and those skipped, no transcoding, no guard */
-	if (s->split512 && !s->conv && !s->dguard && s->lineno >= 1 &&
-	    s->lineno >= side->csv.skip_lines && next_plain512(s, &line, &len)) {
+	/* past the first line (a BOM) and those skipped, no transcoding; a guarded
+	   side's data lines (past its plain header) split on the guard */
+	if (s->split512 && !s->conv && s->lineno >= 1 && s->lineno >= side->csv.skip_lines &&
+	    (!s->dguard ? next_plain512(s, &line, &len)
+			: s->dguard != '\r' && (!side->csv.header || s->header_done) &&
+			      next_guard512(s, &line, &len))) {
 		s->rec_line = s->lineno;
 		s->rec_conv_bad = s->conv_bad;
 		s->row.raw = line;
@@ -941,7 +992,14 @@ static void check_utf8(struct csv_source *s)
 		 * delimiters, which no valid sequence can straddle, so one
 		 * pass over the line judges every cell.
 		 */
-		bad = utf8_bad(base, s->flen);
+		if (s->odd_span) {
+			/* the bytes around the span are ASCII without NUL */
+			bad = utf8_bad(base + s->odd_lo, s->odd_hi - s->odd_lo + 1);
+			if (bad != SIZE_MAX)
+				bad += s->odd_lo;
+		} else {
+			bad = utf8_bad(base, s->flen);
+		}
 		if (bad == SIZE_MAX)
 			return;
 		for (size_t i = 0; i < s->nf; i++)

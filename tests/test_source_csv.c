@@ -344,6 +344,19 @@ static void test_source_csv_paths_agree(void **state)
 	recon_source_csv.ops->close(src);
 }
 
+/* The four columns of the wide-line tests, by header name and by role. */
+static const char *const col[4] = {"k", "a", "b", "c"};
+static const enum recon_col cols[4] = {RECON_COL_KEY0, RECON_COL_AMOUNT, RECON_COL_STATUS,
+				       RECON_COL_CURRENCY};
+
+/* len letters from a seed, and the NUL: a cell of the wide-line tests. */
+static void letters(char *cell, size_t len, size_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		cell[i] = (char)('a' + (seed + i) % 26);
+	cell[len] = '\0';
+}
+
 /*
  * Plain lines of every length to about 200 bytes, a delimiter on and around
  * each 16- and 64-byte boundary (the splitter's looks), some with UTF-8 or a
@@ -356,9 +369,6 @@ static void test_source_csv_wide_lines(void **state)
 	enum { LINES = 150, CELL = 96 };
 	struct fixture *fx = *state;
 	static char text[LINES * 2 * 4 * (CELL + 4) + 64], cell[LINES][4][CELL];
-	static const char *const col[4] = {"k", "a", "b", "c"};
-	const enum recon_col cols[4] = {RECON_COL_KEY0, RECON_COL_AMOUNT, RECON_COL_STATUS,
-					RECON_COL_CURRENCY};
 	struct recon_side sd;
 	struct recon_source *src;
 	size_t o = 0;
@@ -367,11 +377,8 @@ static void test_source_csv_wide_lines(void **state)
 	for (size_t n = 0; n < LINES; n++) {
 		/* cell lengths that put the delimiters everywhere */
 		const size_t len[4] = {n % 70, n * 7 % 23, n % 13, n * 13 % 70};
-		for (int c = 0; c < 4; c++) {
-			for (size_t i = 0; i < len[c]; i++)
-				cell[n][c][i] = (char)('a' + (n + i + (size_t)c) % 26);
-			cell[n][c][len[c]] = '\0';
-		}
+		for (int c = 0; c < 4; c++)
+			letters(cell[n][c], len[c], n + (size_t)c);
 		if (n % 5 == 1 && len[3] >= 2)
 			memcpy(cell[n][3] + len[3] - 2, "\xc3\xa9", 2); /* é, late in the line */
 		if (n % 7 == 3 && n % 5 != 1 && len[3] >= 1)
@@ -635,6 +642,82 @@ static void test_source_csv_wechat(void **state)
 	text = recon_source_csv_trailer(src, &len, &first);
 	assert_string_equal(text, "总交易单数,应结订单总金额,退款总金额\n`3,`1.02,`0.01\n");
 	assert_int_equal(first, 5);
+	recon_source_csv.ops->close(src);
+}
+
+/*
+ * Guarded lines (WeChat's ",`" rule) of every length to about 230 bytes, a
+ * delimiter, a raw comma and a guard on and around each 64-byte boundary
+ * (the AVX-512 splitter's looks: the guard after a delimiter can be the next
+ * look's first byte), UTF-8 here and there: every row's cells are the ones
+ * written. Then lines with one bad UTF-8 byte at each place: the field named
+ * is the one holding it, also past valid UTF-8 in an earlier field.
+ */
+static void test_source_csv_guarded_wide(void **state)
+{
+	enum { LINES = 160, CELL = 80, BAD = 140 };
+	struct fixture *fx = *state;
+	static char text[(LINES + BAD) * 4 * (CELL + 8) + 64], cell[LINES][4][CELL];
+	struct recon_side sd;
+	struct recon_source *src;
+	char *stops[] = {S("total"), NULL};
+	size_t o = 0;
+
+	o += (size_t)snprintf(text, sizeof(text), "k,a,b,c\r\n");
+	for (size_t n = 0; n < LINES; n++) {
+		const size_t len[4] = {n % 75, n * 7 % 29, n % 11, n * 13 % 75};
+		for (int c = 0; c < 4; c++) {
+			letters(cell[n][c], len[c], n + (size_t)c);
+			/* raw commas (no guard after them): data, not delimiters */
+			for (size_t i = (n + (size_t)c) % 5; i < len[c]; i += 9)
+				cell[n][c][i] = ',';
+		}
+		if (n % 4 == 1 && len[1] >= 3)
+			memcpy(cell[n][1] + len[1] - 3, "\xe6\x9d\xb1", 3); /* 東 */
+		if (n % 6 == 2 && len[3] >= 2)
+			memcpy(cell[n][3] + len[3] - 2, "\xc3\xa9", 2); /* é, late in the line */
+		for (int c = 0; c < 4; c++)
+			o += (size_t)snprintf(text + o, sizeof(text) - o, "%s`%s", c ? "," : "",
+					      cell[n][c]);
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s", n % 3 ? "\r\n" : "\n");
+	}
+	/* one bad byte (a lone 0xC3) in field 1 + b % 4, at every offset to ~200 */
+	for (size_t b = 0; b < BAD; b++) {
+		const size_t f = b % 4, at = b; /* bytes of field f before the bad one */
+		for (size_t c = 0; c < 4; c++) {
+			o += (size_t)snprintf(text + o, sizeof(text) - o, "%s`%s", c ? "," : "",
+					      c == 0 && f > 0 ? "\xe6\x9d\xb1" : "");
+			if (c == f) {
+				for (size_t i = 0; i < at; i++)
+					text[o++] = (char)('a' + i % 26);
+				text[o++] = '\xc3';
+				text[o++] = 'x';
+			}
+		}
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "\r\n");
+	}
+	o += (size_t)snprintf(text + o, sizeof(text) - o, "total,x\r\n`1,`2\r\n");
+	assert_true(o < sizeof(text));
+	side_init(&sd, write_file(fx, "guarded.csv", text, o));
+	sd.csv.quote = 0;
+	sd.csv.delim_guard = '`';
+	sd.csv.strip = S("`");
+	sd.csv.stop_prefixes = stops;
+	for (int c = 0; c < 4; c++)
+		sd.cols[cols[c]] = S(col[c]);
+	src = open_ok(&sd);
+	for (size_t n = 0; n < LINES; n++) {
+		const struct recon_raw_row *row = next_row(src);
+		check_ok(row, (unsigned)(2 + n));
+		for (int c = 0; c < 4; c++)
+			check_val(row, cols[c], cell[n][c]);
+	}
+	for (size_t b = 0; b < BAD; b++) {
+		char why[64];
+		snprintf(why, sizeof(why), "invalid UTF-8 byte 0xC3 at field %zu", 1 + b % 4);
+		check_reject(next_row(src), 2 + LINES + b, why);
+	}
+	expect_done(src);
 	recon_source_csv.ops->close(src);
 }
 
@@ -1190,6 +1273,7 @@ int main(void)
 	    cmocka_unit_test(test_source_csv_missing_column),
 	    cmocka_unit_test(test_source_csv_header_stripped),
 	    cmocka_unit_test(test_source_csv_wechat),
+	    cmocka_unit_test(test_source_csv_guarded_wide),
 	    cmocka_unit_test(test_source_csv_alipay_gbk),
 	    cmocka_unit_test(test_source_csv_invalid_utf8),
 	    cmocka_unit_test(test_source_csv_invalid_gbk),
