@@ -97,6 +97,32 @@ void recon_totals_bind(struct recon_totals *t, const struct recon_totals_cell *h
 				}
 }
 
+/*
+ * The common cell at once: [+-]digits[.1-6 digits] with at most 12 integer
+ * digits, whose millionths (below 10^(12 + 6)) fit int64 without a check per
+ * digit. false: the checked way below decides (and names what is wrong).
+ */
+static bool parse_short(const char *s, size_t len, int64_t *out)
+{
+	static const uint64_t scale[TOTALS_EXP + 1] = {1000000, 100000, 10000, 1000, 100, 10, 1};
+	size_t i = 0, digits = 0, decimals = 0;
+	bool neg = false;
+	uint64_t v = 0;
+
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		neg = s[i++] == '-';
+	for (; i < len && (unsigned)(s[i] - '0') < 10; i++, digits++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	if (i < len && s[i] == '.')
+		for (i++; i < len && (unsigned)(s[i] - '0') < 10; i++, decimals++)
+			v = v * 10 + (uint64_t)(s[i] - '0');
+	if (i != len || !digits || digits > 12 || decimals > TOTALS_EXP || (i && s[i - 1] == '.'))
+		return false;
+	v *= scale[decimals];
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return true;
+}
+
 int recon_totals_parse_amount(const char *s, size_t len, int64_t *out)
 {
 	size_t i = 0, digits = 0, decimals = 0;
@@ -108,6 +134,8 @@ int recon_totals_parse_amount(const char *s, size_t len, int64_t *out)
 		len--;
 	while (i < len && (s[i] == ' ' || s[i] == '\t'))
 		i++;
+	if (parse_short(s + i, len - i, out))
+		return 0;
 	if (i < len && (s[i] == '-' || s[i] == '+'))
 		neg = s[i++] == '-';
 	limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;

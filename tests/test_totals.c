@@ -10,6 +10,7 @@
 
 #include <cmocka.h> /* after the four above, which it needs */
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,81 @@ static void test_totals_parse_amount(void **state)
 	assert_true(recon_totals_parse_amount("", 0, &v) < 0);
 	assert_true(recon_totals_parse_amount("-", 1, &v) < 0);
 	assert_true(recon_totals_parse_amount("1e5", 3, &v) < 0);
+}
+
+/* The grammar of recon_totals_parse_amount(), digit by digit with checked arithmetic. */
+static int ref_parse(const char *s, size_t len, int64_t *out)
+{
+	size_t i = 0, decimals = 0;
+	bool neg = false, digits = false;
+	uint64_t v = 0, limit;
+
+	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	while (i < len && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		neg = s[i++] == '-';
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits = true)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[i] - '0', &v))
+			return -1;
+	if (!digits)
+		return -1;
+	if (i < len && s[i] == '.') {
+		for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, decimals++)
+			if (__builtin_mul_overflow(v, 10, &v) ||
+			    __builtin_add_overflow(v, s[i] - '0', &v))
+				return -1;
+		if (!decimals || decimals > 6)
+			return -1;
+	}
+	if (i != len)
+		return -1;
+	for (; decimals < 6; decimals++)
+		if (__builtin_mul_overflow(v, 10, &v))
+			return -1;
+	limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	if (v > limit)
+		return -1;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+/* Random cells, short and long, near and past the int64 edge: the same answer as ref_parse(). */
+static void test_totals_parse_amount_random(void **state)
+{
+	static const char alphabet[] = "0123456789000999.-+ \tx";
+	uint64_t r = 88172645463325252ULL;
+	char buf[40];
+
+	(void)state;
+	for (int k = 0; k < 400000; k++) {
+		size_t n, j = 0;
+		int64_t a = 0, b = 0;
+		int ra, rb;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		n = r % 28;
+		if (r >> 40 & 1) {
+			/* mostly digits, a mark somewhere: the common shapes */
+			for (; j < n; j++)
+				buf[j] = (char)('0' + (r >> (j % 50)) % 10);
+			if (n > 2 && r >> 41 & 1)
+				buf[n - 1 - (r >> 42) % (n < 8 ? n - 1 : 8)] = '.';
+			if (n && r >> 45 & 1)
+				buf[0] = '-';
+		} else {
+			for (; j < n; j++)
+				buf[j] = alphabet[(r >> (j % 50)) % (sizeof(alphabet) - 1)];
+		}
+		ra = recon_totals_parse_amount(buf, n, &a);
+		rb = ref_parse(buf, n, &b);
+		if ((ra < 0) != (rb < 0) || (ra == 0 && a != b))
+			fail_msg("'%.*s': %d %lld, expected %d %lld", (int)n, buf, ra, (long long)a,
+				 rb, (long long)b);
+	}
 }
 
 /* A WeChat-like side: trailer totals, count + two sums (one with 5 decimals). */
@@ -310,6 +386,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_totals_parse_amount),
+	    cmocka_unit_test(test_totals_parse_amount_random),
 	    cmocka_unit_test(test_totals_trailer_agrees),
 	    cmocka_unit_test(test_totals_trailer_disagrees),
 	    cmocka_unit_test(test_totals_unverifiable_record),
