@@ -60,6 +60,7 @@
 #include <jansson.h>
 
 #include "recon_buf.h"
+#include "recon_dbcs.h"
 #include "recon_job.h"
 #include "recon_mem.h"
 #include "recon_sha256.h"
@@ -118,8 +119,11 @@ struct csv_source {
 	/* Transcoding (encoding other than UTF-8). */
 	bool conv;
 	iconv_t cd;
+	struct recon_dbcs *dbcs; /* the double-byte encodings' own way, else NULL */
 	struct recon_buf conv_out;
 	size_t conv_bad; /* 1-based offset of the first bad byte in the last line, or 0 */
+	bool line_utf8;	 /* the last line converted is known UTF-8 without NUL */
+	bool rec_utf8;	 /* so is every line of the current record */
 
 	/* Layout. */
 	char delim, quote;
@@ -367,8 +371,20 @@ static void convert(struct csv_source *s, char **line, size_t *len)
 
 	s->conv_bad = 0;
 	recon_buf_reset(o);
-	iconv(s->cd, NULL, NULL, NULL, NULL);
 	recon_buf_grow(o, recon_st_add(recon_st_mult(inleft, 2), 16));
+	if (s->dbcs) {
+		bool nul;
+		if (recon_dbcs_convert(s->dbcs, *line, *len, o->s, &o->len, &nul)) {
+			o->s[o->len] = '\0';
+			s->line_utf8 = !nul;
+			*line = o->s;
+			*len = o->len;
+			return;
+		}
+		o->len = 0;
+	}
+	s->line_utf8 = false;
+	iconv(s->cd, NULL, NULL, NULL, NULL);
 	for (;;) {
 		char *out = o->s + o->len;
 		size_t outleft = o->alloc - 1 - o->len;
@@ -757,6 +773,7 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 	s->rec_conv_bad = 0;
 	s->clean = false;
 	s->odd_span = false;
+	s->rec_utf8 = s->conv;
 #ifdef HAVE_SPLIT512
 	/* past the first line (a BOM) and those skipped, no transcoding; a guarded
 	   side's data lines (past its plain header) split on the guard */
@@ -801,8 +818,10 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 		}
 		had_cr = len && line[len - 1] == '\r';
 		len -= had_cr;
-		if (s->conv)
+		if (s->conv) {
 			convert(s, &line, &len);
+			s->rec_utf8 = s->rec_utf8 && s->line_utf8;
+		}
 		if (s->lineno == 1 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) {
 			line += 3;
 			len -= 3;
@@ -984,7 +1003,8 @@ static void check_utf8(struct csv_source *s)
 	const unsigned char *base = (const unsigned char *)s->fbase;
 	size_t bad;
 
-	if (s->clean || ascii_clean(s->fbase, s->flen))
+	/* rec_utf8: converted to UTF-8 by recon_dbcs, which says it is valid */
+	if (s->clean || s->rec_utf8 || ascii_clean(s->fbase, s->flen))
 		return;
 	if (s->fbase != s->fbuf.s) {
 		/*
@@ -1537,6 +1557,7 @@ static int layout_init(struct csv_source *s, struct recon_err *err)
 					     "%s side: unknown encoding '%s'", role,
 					     side->csv.encoding);
 		s->conv = true;
+		s->dbcs = recon_dbcs_new(side->csv.encoding, s->cd);
 	}
 	return 0;
 }
@@ -1745,6 +1766,7 @@ static void csv_close(struct recon_source *src)
 	recon_sha_lane_free(s->lane);
 	if (s->conv)
 		iconv_close(s->cd);
+	recon_dbcs_free(s->dbcs);
 	csv_free(&s->csv);
 	if (s->lane) {
 		for (unsigned i = 0; i < CSV_RING; i++)
