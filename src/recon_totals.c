@@ -12,7 +12,8 @@
 
 struct gacc {
 	uint64_t count;
-	size_t *col; /* per sum: header index, or NO_COL */
+	size_t entry_len; /* of the group's entry_type, if any */
+	size_t *col;	  /* per sum: header index, or NO_COL */
 	int64_t *sum;
 };
 
@@ -44,6 +45,8 @@ struct recon_totals *recon_totals_new(const struct recon_side *side)
 		size_t n = rule->groups[i].nsums;
 		t->g[i].col = recon_xcalloc(n ? n : 1, sizeof(*t->g[i].col));
 		t->g[i].sum = recon_xcalloc(n ? n : 1, sizeof(*t->g[i].sum));
+		if (rule->groups[i].entry_type)
+			t->g[i].entry_len = strlen(rule->groups[i].entry_type);
 		for (size_t j = 0; j < n; j++)
 			t->g[i].col[j] = NO_COL;
 	}
@@ -72,11 +75,12 @@ static void trim(const struct recon_totals *t, const char **p, size_t *n)
 		(*n)--;
 }
 
+/* Whether cell c, trimmed, is word (wl bytes). */
 static bool cell_is(const struct recon_totals *t, const struct recon_totals_cell *c,
-		    const char *word)
+		    const char *word, size_t wl)
 {
 	const char *p = c->p;
-	size_t n = c->len, wl = strlen(word);
+	size_t n = c->len;
 
 	trim(t, &p, &n);
 	return n == wl && !memcmp(p, word, n);
@@ -91,7 +95,8 @@ void recon_totals_bind(struct recon_totals *t, const struct recon_totals_cell *h
 	for (size_t i = 0; i < rule->ngroups; i++)
 		for (size_t j = 0; j < rule->groups[i].nsums; j++)
 			for (size_t c = 0; c < n; c++)
-				if (cell_is(t, &header[c], rule->groups[i].sums[j].column)) {
+				if (cell_is(t, &header[c], rule->groups[i].sums[j].column,
+					    strlen(rule->groups[i].sums[j].column))) {
 					t->g[i].col[j] = c;
 					break;
 				}
@@ -211,7 +216,8 @@ void recon_totals_add(struct recon_totals *t, const struct recon_totals_cell *ce
 		struct gacc *g = &t->g[i];
 
 		if (grp->entry_type &&
-		    (t->entry_col >= n || !cell_is(t, &cells[t->entry_col], grp->entry_type)))
+		    (t->entry_col >= n ||
+		     !cell_is(t, &cells[t->entry_col], grp->entry_type, g->entry_len)))
 			continue;
 		g->count++;
 		for (size_t j = 0; j < grp->nsums; j++) {
