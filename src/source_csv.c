@@ -1393,7 +1393,10 @@ static int finish_input(struct csv_source *s, struct recon_err *err)
 	int rc;
 
 	while (!s->eof) {
-		s->pos = s->end = s->scan = 0; /* nothing left to parse: discard */
+		/* nothing left to parse: all consumed, so that fill() reads past it or
+		   moves to the ring's next buffer (not over what the lane has queued) */
+		s->pos = s->end;
+		s->scan = 0;
 		if ((rc = fill(s, err)) < 0)
 			return rc;
 	}
