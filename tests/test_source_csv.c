@@ -1017,6 +1017,50 @@ static void test_source_csv_lane_helped(void **state)
 	recon_source_csv.ops->close(src);
 }
 
+/* recon_sha_lane_help() as fast as it goes (lane_help_loop(): slowly). */
+static void *fast_help_loop(void *arg)
+{
+	struct lane_helper *h = arg;
+
+	while (!atomic_load(&h->stop))
+		(void)recon_sha_lane_help(h->lane);
+	return NULL;
+}
+
+/*
+ * Reads sd's file to its end while loop helps its lane on another thread
+ * (rows is how many it must give): the digest must be the file's.
+ */
+static void read_helped(struct recon_side *sd, void *(*loop)(void *), size_t rows)
+{
+	struct recon_source *src;
+	const struct recon_raw_row *row;
+	struct lane_helper h;
+	struct recon_err err;
+	char want[65], got[65];
+	pthread_t th;
+	size_t n = 0;
+	int rc;
+
+	recon_err_init(&err);
+	assert_int_equal(recon_sha256_file(sd->path, want, &err), 0);
+	src = open_ok(sd);
+	h.lane = recon_source_csv_lane(src);
+	assert_non_null(h.lane);
+	atomic_init(&h.stop, false);
+	assert_int_equal(pthread_create(&th, NULL, loop, &h), 0);
+	while ((rc = recon_source_csv.ops->next(src, &row, &err)) == RECON_ROW)
+		n++;
+	atomic_store(&h.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(rc, RECON_DONE);
+	assert_int_equal(n, rows);
+	assert_int_equal(recon_source_csv_sha256(src, got), 0);
+	if (strcmp(got, want))
+		fail_msg("%s: digest %s, the file's %s", sd->path, got, want);
+	recon_source_csv.ops->close(src);
+}
+
 /*
  * A stop line whose trailer fills CSV_KEEP_MAX exactly, then 12 MiB more: the
  * rest only goes through the hash (finish_input()), read while a slow helper
@@ -1028,14 +1072,9 @@ static void test_source_csv_lane_trailer_rest(void **state)
 {
 	struct fixture *fx = *state;
 	struct recon_side sd;
-	struct recon_source *src;
 	char *stops[] = {S("Total"), NULL};
 	const size_t nrows = 20000, tail = (size_t)12 << 20;
-	char *data = malloc(nrows * 32 + ((size_t)1 << 20) + tail + 256), want[65], got[65];
-	struct lane_helper h;
-	struct recon_err err;
-	const char *path;
-	pthread_t th;
+	char *data = malloc(nrows * 32 + ((size_t)1 << 20) + tail + 256);
 	size_t n = 0;
 
 	assert_non_null(data);
@@ -1052,39 +1091,15 @@ static void test_source_csv_lane_trailer_rest(void **state)
 	/* then the rest of the file, which only goes through the hash */
 	for (size_t i = 0; i < tail; i++)
 		data[n++] = (char)('A' + (i * 7 + i / 4096) % 26);
-	path = write_file(fx, "lane_trailer.csv", data, n);
+	side_init(&sd, write_file(fx, "lane_trailer.csv", data, n));
 	free(data);
-	recon_err_init(&err);
-	assert_int_equal(recon_sha256_file(path, want, &err), 0);
-	side_init(&sd, path);
 	sd.csv.stop_prefixes = stops;
-	sd.csv.allow_empty = true;
 	sd.cols[RECON_COL_KEY0] = S("id");
 	sd.cols[RECON_COL_STATUS] = S("blob");
-	src = open_ok(&sd);
-	h.lane = recon_source_csv_lane(src);
-	assert_non_null(h.lane);
-	atomic_init(&h.stop, false);
-	assert_int_equal(pthread_create(&th, NULL, lane_help_loop, &h), 0);
-	for (size_t i = 0; i < nrows; i++)
-		(void)next_row(src);
-	expect_done(src);
-	atomic_store(&h.stop, true);
-	pthread_join(th, NULL);
-	assert_int_equal(recon_source_csv_sha256(src, got), 0);
-	assert_string_equal(got, want);
-	recon_source_csv.ops->close(src);
+	read_helped(&sd, lane_help_loop, nrows);
 }
 
-/* Digests of files around the read size's multiples, helped slowly and quickly. */
-static void *fast_help_loop(void *arg)
-{
-	struct lane_helper *h = arg;
-	while (!atomic_load(&h->stop))
-		(void)recon_sha_lane_help(h->lane);
-	return NULL;
-}
-
+/* Files around the read size's multiples, 0 bytes to 11.5 MiB, helped slowly and quickly. */
 static void test_source_csv_lane_sizes(void **state)
 {
 	struct fixture *fx = *state;
@@ -1092,62 +1107,38 @@ static void test_source_csv_lane_sizes(void **state)
 	const size_t sizes[] = {0,	   8,	       9,	  B - 1,     B,
 				B + 1,	   2 * B - 1,  2 * B,	  2 * B + 1, 8 * B,
 				8 * B + 7, 16 * B - 3, 23 * B + 5};
-	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
-		for (int fast = 0; fast < 2; fast++) {
-			size_t total = sizes[z], n = 0;
-			char *data = malloc(total + 64), want[65], got[65];
-			struct recon_side sd;
-			struct recon_source *src;
-			struct lane_helper h;
-			struct recon_err err;
-			const struct recon_raw_row *row;
-			const char *path;
-			pthread_t th;
-			int rc;
-			if (total >= 8) {
-				n += (size_t)sprintf(data, "id,blob\n");
-				size_t i = 0;
-				while (n < total) {
-					char line[64];
-					int l =
-					    sprintf(line, "%zu,%.*s\n", i, (int)(i * 7919 % 41),
+
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		const size_t total = sizes[z];
+		char *data = malloc(total + 64);
+		struct recon_side sd;
+		size_t n = 0, rows = 0;
+
+		assert_non_null(data);
+		if (total >= 8) {
+			/* a header, then rows; the last one cut short at the size */
+			n += (size_t)sprintf(data, "id,blob\n");
+			for (size_t i = 0; n < total; i++, rows++) {
+				char line[64];
+				size_t k =
+				    (size_t)sprintf(line, "%zu,%.*s\n", i, (int)(i * 7919 % 41),
 						    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP");
-					size_t k = (size_t)l < total - n ? (size_t)l : total - n;
-					memcpy(data + n, line, k);
-					n += k;
-					i++;
-				}
-			} else {
-				memset(data, 'x', total);
-				n = total;
+				k = k < total - n ? k : total - n;
+				memcpy(data + n, line, k);
+				n += k;
 			}
-			path = write_file(fx, "lane_sizes.csv", data, n);
-			free(data);
-			recon_err_init(&err);
-			assert_int_equal(recon_sha256_file(path, want, &err), 0);
-			side_init(&sd, path);
-			sd.csv.allow_empty = true;
-			sd.csv.reject_empty = false;
-			sd.cols[RECON_COL_KEY0] = S("id");
-			sd.cols[RECON_COL_STATUS] = S("blob");
-			src = open_ok(&sd);
-			h.lane = recon_source_csv_lane(src);
-			assert_non_null(h.lane);
-			atomic_init(&h.stop, false);
-			assert_int_equal(
-			    pthread_create(&th, NULL, fast ? fast_help_loop : lane_help_loop, &h),
-			    0);
-			recon_err_init(&err);
-			while ((rc = recon_source_csv.ops->next(src, &row, &err)) == RECON_ROW)
-				;
-			atomic_store(&h.stop, true);
-			pthread_join(th, NULL);
-			assert_int_equal(recon_source_csv_sha256(src, got), 0);
-			if (strcmp(got, want))
-				fail_msg("size %zu fast %d: digest %s want %s (rc %d)", total, fast,
-					 got, want, rc);
-			recon_source_csv.ops->close(src);
+		} else {
+			memset(data, 'x', total); /* a header alone, or nothing */
+			n = total;
 		}
+		side_init(&sd, write_file(fx, "lane_sizes.csv", data, n));
+		free(data);
+		sd.csv.allow_empty = true;
+		sd.cols[RECON_COL_KEY0] = S("id");
+		sd.cols[RECON_COL_STATUS] = S("blob");
+		for (int fast = 0; fast < 2; fast++)
+			read_helped(&sd, fast ? fast_help_loop : lane_help_loop, rows);
+	}
 }
 
 static void test_source_csv_bad_quotes(void **state)
