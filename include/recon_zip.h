@@ -78,6 +78,12 @@ RECON_MUSTCHECK int recon_zip_gz_open(struct recon_gz **out, int fd, const char 
  */
 void recon_zip_gz_prefix(struct recon_gz *g, const void *p, size_t n);
 /*
+ * fd is read without blocking (a pipe or FIFO): when it has nothing yet,
+ * wait(arg, err) is called (0: try again; < 0, an error set: give up).
+ */
+void recon_zip_gz_wait(struct recon_gz *g, int (*wait)(void *arg, struct recon_err *err),
+		       void *arg);
+/*
  * Inflates up to n bytes into buf: the count (> 0), 0 at the end of the last
  * member, RECON_EINPUT for a damaged or truncated stream, RECON_EIO on read
  * errors.

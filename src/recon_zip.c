@@ -398,7 +398,15 @@ struct recon_gz {
 	unsigned char in[GZ_IN];
 	bool in_eof;
 	bool ended;
+	int (*wait)(void *arg, struct recon_err *err); /* recon_zip_gz_wait() */
+	void *wait_arg;
 };
+
+void recon_zip_gz_wait(struct recon_gz *g, int (*wait)(void *arg, struct recon_err *err), void *arg)
+{
+	g->wait = wait;
+	g->wait_arg = arg;
+}
 
 int recon_zip_gz_magic(const void *head, size_t len)
 {
@@ -442,12 +450,19 @@ static int gz_fill(struct recon_gz *g, struct recon_err *err)
 
 	if (g->zs.avail_in || g->in_eof)
 		return 0;
-	do
-		n = read(g->fd, g->in, sizeof(g->in));
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
+	while ((n = read(g->fd, g->in, sizeof(g->in))) < 0) {
+		int rc;
+		if (errno == EINTR)
+			continue;
+		/* a pipe read without blocking, its writer slower than inflate */
+		if (errno == EAGAIN && g->wait) {
+			if ((rc = g->wait(g->wait_arg, err)) < 0)
+				return rc;
+			continue;
+		}
 		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", g->path,
 				     strerror(errno));
+	}
 	if (n == 0)
 		g->in_eof = true;
 	else if (g->hash)

@@ -1596,6 +1596,12 @@ static int check_kind(struct csv_source *s, struct recon_err *err)
  * from a pipe (standard input) they are read once and handed on to what
  * reads the rest (the gzip stream, or the line buffer), hashed once.
  */
+/* recon_zip_gz_wait()'s wait: a compressed FIFO's next bytes, as wait_input(). */
+static int gz_wait(void *arg, struct recon_err *err)
+{
+	return wait_input(arg, err);
+}
+
 static int detect_packing(struct csv_source *s, struct recon_err *err)
 {
 	unsigned char head[4];
@@ -1606,6 +1612,9 @@ static int detect_packing(struct csv_source *s, struct recon_err *err)
 	if (n < 0 && errno == ESPIPE) {
 		pipe = true;
 		n = 0;
+		/* a FIFO without a writer yet reads as ended: wait (bounded) for one first */
+		if (s->pipe && (ret = wait_input(s, err)) < 0)
+			return ret;
 		while (n < (ssize_t)sizeof(head)) {
 			ssize_t r = read(s->fd, head + n, sizeof(head) - (size_t)n);
 
@@ -1643,6 +1652,8 @@ static int detect_packing(struct csv_source *s, struct recon_err *err)
 		ret = recon_zip_gz_open(&s->gz, s->fd, s->path, &s->sha, err);
 		if (ret == 0 && pipe)
 			recon_zip_gz_prefix(s->gz, head, (size_t)n);
+		if (ret == 0 && s->pipe)
+			recon_zip_gz_wait(s->gz, gz_wait, s);
 		return ret;
 	}
 	if (pipe && n > 0) {

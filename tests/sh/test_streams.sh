@@ -49,4 +49,25 @@ expect_exit 0 "local flow from a pipe on stdin" \
 diffs "$E/stdin.json" > "$WORK/stdin.diffs"
 check "pipe: the same differences as from a file" cmp -s "$WORK/file.diffs" "$WORK/stdin.diffs"
 
+# compressed, through a FIFO whose writer opens it a second late (read as ended
+# until then), and on stdin from a writer that pauses (reads find nothing yet)
+gzip -c "$E/local.csv" > "$E/local.csv.gz"
+rm -rf "$E/state"
+rm -f "$E/local.fifo"
+mkfifo "$E/local.fifo"
+(sleep 1; cat "$E/local.csv.gz" > "$E/local.fifo") &
+writer=$!
+expect_exit 0 "gzip local flow from a FIFO whose writer comes late" \
+	timeout 60 "$RECON" run --job "$E/fifo.json" --date 2024-01-16 --dry-run
+wait "$writer" 2>/dev/null || true
+diffs "$E/fifo.json" > "$WORK/fifo-gz.diffs"
+check "gzip FIFO: the same differences as from a file" cmp -s "$WORK/file.diffs" "$WORK/fifo-gz.diffs"
+
+rm -rf "$E/state"
+expect_exit 0 "gzip local flow from a pipe on stdin that pauses" \
+	sh -c "{ head -c 100 '$E/local.csv.gz'; sleep 1; tail -c +101 '$E/local.csv.gz'; } |
+		timeout 60 '$RECON' run --job '$E/stdin.json' --date 2024-01-16 --dry-run"
+diffs "$E/stdin.json" > "$WORK/stdin-gz.diffs"
+check "gzip pipe: the same differences as from a file" cmp -s "$WORK/file.diffs" "$WORK/stdin-gz.diffs"
+
 finish
