@@ -30,8 +30,9 @@
  * never repeats or goes back in line numbers, keeps raw text under its cap,
  * and normalization only ever accepts, skips or rejects with RECON_EVALUE;
  * and each job reads the input twice, with the AVX-512 line reader and
- * splitter (where the CPU has them) and with RECON_NO_AVX512=1: the rows, in
- * order, and the outcome are the same.
+ * splitter (where the CPU has them) and recon_dbcs's conversion of GBK and
+ * GB18030, and with RECON_NO_AVX512=1 and RECON_NO_DBCS=1 (SSE2, iconv for
+ * every line): the rows, in order, and the outcome are the same.
  */
 #include <dirent.h>
 #include <stdbool.h>
@@ -459,9 +460,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* the AVX-512 reader (where the CPU has it) and the SSE2 one read alike */
 		const uint64_t fast = run_job(&loaded[i], nlines);
 		setenv("RECON_NO_AVX512", "1", 1);
+		setenv("RECON_NO_DBCS", "1", 1);
 		const uint64_t plain = run_job(&loaded[i], nlines);
 		unsetenv("RECON_NO_AVX512");
-		check(fast == plain, loaded[i].name, "the AVX-512 and SSE2 readers disagree");
+		unsetenv("RECON_NO_DBCS");
+		check(fast == plain, loaded[i].name,
+		      "the AVX-512 and SSE2 readers (and recon_dbcs and iconv) disagree");
 	}
 	return 0;
 }
