@@ -40,6 +40,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +64,7 @@
 #include "recon_dbcs.h"
 #include "recon_job.h"
 #include "recon_mem.h"
+#include "recon_pump.h"
 #include "recon_sha256.h"
 #include "recon_time.h"
 #include "recon_totals.h"
@@ -175,6 +177,9 @@ struct csv_source {
 	char dguard;		     /* side->csv.delim_guard */
 	struct recon_zip *zip;	     /* a .zip input: bytes come inflated from its member */
 	struct recon_gz *gz;	     /* a .gz input: bytes come inflated from the stream */
+	struct recon_pump *pump;     /* zip or gz: inflated ahead on a thread of its own */
+	bool no_pump;		     /* no thread could be made: inflated as read */
+	atomic_bool pump_stop;	     /* csv_close(): the pump's waits for a FIFO end */
 	struct recon_sha256 sha;     /* of the file's bytes as read */
 	struct recon_sha_lane *lane; /* a plain file's: sha, maybe on another thread */
 	bool split512;		     /* the CPU has AVX-512 (BW): split_plain512() */
@@ -199,21 +204,32 @@ static void csv_close(struct recon_source *src);
 static int wait_input(struct csv_source *s, struct recon_err *err)
 {
 	int64_t limit = s->side->idle_timeout_ms > 0 ? s->side->idle_timeout_ms : CSV_IDLE_MS;
+	/* a .gz's waits are the pump's, in slices: csv_close() may want it to stop */
+	const int64_t slice = s->gz ? 100 : limit;
 	struct pollfd p = {s->fd, POLLIN, 0};
+	int64_t waited = 0;
 	int rc;
 
-	do
-		rc = poll(&p, 1, limit > INT_MAX ? INT_MAX : (int)limit);
-	while (rc < 0 && errno == EINTR);
-	if (rc < 0)
-		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
-				     strerror(errno));
-	if (rc == 0)
-		return recon_err_set(err, RECON_EUNAVAIL, NULL,
-				     "no data from '%s' for %lld ms (idle_timeout): is anything "
-				     "writing to it?",
-				     s->path, (long long)limit);
-	return 0;
+	for (;;) {
+		const int64_t t = limit - waited < slice ? limit - waited : slice;
+		rc = poll(&p, 1, t > INT_MAX ? INT_MAX : (int)t);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", s->path,
+					     strerror(errno));
+		if (rc > 0)
+			return 0;
+		waited += t;
+		if (atomic_load(&s->pump_stop))
+			return recon_err_set(err, RECON_EIO, NULL, "'%s': reading stopped",
+					     s->path);
+		if (waited >= limit)
+			return recon_err_set(err, RECON_EUNAVAIL, NULL,
+					     "no data from '%s' for %lld ms (idle_timeout): is "
+					     "anything writing to it?",
+					     s->path, (long long)limit);
+	}
 }
 
 /* Returns once the lane has hashed what was queued from ring buffer i, which may be written. */
@@ -250,6 +266,14 @@ static void ring_next(struct csv_source *s)
 	s->end = keep;
 }
 
+/* The inflated bytes of a zip member or a .gz (recon_pump_fn: on the pump's thread). */
+static long packed_read(void *arg, void *buf, size_t n, struct recon_err *err)
+{
+	struct csv_source *s = arg;
+
+	return s->zip ? recon_zip_read(s->zip, buf, n, err) : recon_zip_gz_read(s->gz, buf, n, err);
+}
+
 static int fill(struct csv_source *s, struct recon_err *err)
 {
 	ssize_t n;
@@ -272,9 +296,12 @@ static int fill(struct csv_source *s, struct recon_err *err)
 		}
 	}
 	if (s->zip || s->gz) {
-		long z = s->zip ? recon_zip_read(s->zip, s->buf + s->end, CSV_BLOCK, err)
-				: recon_zip_gz_read(s->gz, s->buf + s->end, CSV_BLOCK, err);
+		long z;
 
+		if (!s->pump && !s->no_pump)
+			s->no_pump = !(s->pump = recon_pump_new(packed_read, s, CSV_BLOCK));
+		z = s->pump ? recon_pump_read(s->pump, s->buf + s->end, CSV_BLOCK, err)
+			    : packed_read(s, s->buf + s->end, CSV_BLOCK, err);
 		if (z < 0)
 			return (int)z;
 		n = (ssize_t)z;
@@ -1690,6 +1717,7 @@ static int csv_open(struct recon_source **out, const struct recon_side *side,
 	s->side = side;
 	s->fd = -1;
 	s->cd = (iconv_t)-1;
+	atomic_init(&s->pump_stop, false);
 	recon_buf_init(&s->ovraw);
 	recon_buf_init(&s->conv_out);
 	recon_buf_init(&s->fbuf);
@@ -1774,6 +1802,9 @@ static void csv_close(struct recon_source *src)
 
 	if (!s)
 		return;
+	/* the pump's thread reads fd and the zip or gz: it ends first */
+	atomic_store(&s->pump_stop, true);
+	recon_pump_free(s->pump);
 	if (s->fd >= 0)
 		close(s->fd);
 	/* nothing queued may point into the buffers once they are gone */
