@@ -48,6 +48,8 @@ RECON_MUSTCHECK int recon_zip_open(struct recon_zip **out, int fd, const char *p
 
 /* The chosen member's name in UTF-8 (borrowed until close). */
 const char *recon_zip_member(const struct recon_zip *z);
+/* The chosen member's size inflated, as the archive states it. */
+uint64_t recon_zip_member_size(const struct recon_zip *z);
 
 /*
  * Inflates up to n bytes into buf. Returns the count (> 0), 0 at the end of

@@ -327,6 +327,11 @@ const char *recon_zip_member(const struct recon_zip *z)
 	return z->member;
 }
 
+uint64_t recon_zip_member_size(const struct recon_zip *z)
+{
+	return z->usize_want;
+}
+
 static long finish(struct recon_zip *z, struct recon_err *err)
 {
 	if (!z->ended) {

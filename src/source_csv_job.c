@@ -24,6 +24,7 @@
 #include "recon_log.h"
 #include "recon_mem.h"
 #include "recon_source.h"
+#include "recon_zip.h"
 
 static const char *const profile_keys[] = {
     "description",     "encoding",     "delimiter",	"quote",
@@ -457,6 +458,50 @@ static void csv_release(struct recon_side *s)
  * its first 256 KiB; 0 when unknown (a database, a zip, an unreadable file).
  * It only sizes the compare's tables up front.
  */
+/*
+ * The inflated size of a .zip's member or a .gz (its trailer's ISIZE: the
+ * last member's size mod 2^32, so at least what the sample read), and the
+ * first up to `sample` inflated bytes in buf: their count. 0 if it cannot
+ * tell (a damaged archive: the read says why).
+ */
+static size_t packed_sample(const struct recon_side *side, int fd, const char *path,
+			    const struct stat *st, char *buf, size_t sample, uint64_t *size)
+{
+	struct recon_zip *z = NULL;
+	struct recon_gz *g = NULL;
+	struct recon_err err;
+	unsigned char head[4], tail[4];
+	size_t got = 0;
+	long n;
+
+	*size = 0;
+	recon_err_init(&err);
+	if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
+		return 0;
+	if (recon_zip_magic(head, sizeof(head))) {
+		if (recon_zip_open(&z, fd, path, side->csv.encoding, side->csv.zip_entry,
+				   side->csv.zip_exclude, NULL, &err) < 0)
+			return 0;
+		*size = recon_zip_member_size(z);
+		while (got < sample && (n = recon_zip_read(z, buf + got, sample - got, &err)) > 0)
+			got += (size_t)n;
+		recon_zip_close(z);
+	} else if (recon_zip_gz_magic(head, sizeof(head)) && st->st_size > 18 &&
+		   pread(fd, tail, sizeof(tail), st->st_size - 4) == (ssize_t)sizeof(tail) &&
+		   lseek(fd, 0, SEEK_SET) == 0 &&
+		   recon_zip_gz_open(&g, fd, path, NULL, &err) == 0) {
+		*size = (uint64_t)tail[0] | (uint64_t)tail[1] << 8 | (uint64_t)tail[2] << 16 |
+			(uint64_t)tail[3] << 24;
+		while (got < sample &&
+		       (n = recon_zip_gz_read(g, buf + got, sample - got, &err)) > 0)
+			got += (size_t)n;
+		recon_zip_gz_close(g);
+		if (*size < got)
+			*size = got;
+	}
+	return got;
+}
+
 static uint64_t csv_estimate(const struct recon_side *side, const struct recon_window *win,
 			     uint64_t *bytes)
 {
@@ -473,8 +518,6 @@ static uint64_t csv_estimate(const struct recon_side *side, const struct recon_w
 		return 0;
 	path = recon_job_expand_path(side->path, win->day);
 	len = strlen(path);
-	if (len >= 4 && !strcmp(path + len - 4, ".zip"))
-		goto out;
 	/*
 	 * Regular files only: opening a FIFO (a statement streamed in) would block
 	 * for a writer, then consume the data the real read needs.
@@ -485,11 +528,19 @@ static uint64_t csv_estimate(const struct recon_side *side, const struct recon_w
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		goto out;
 	buf = recon_xmalloc(sample);
-	n = read(fd, buf, sample);
-	for (ssize_t i = 0; i < n; i++)
-		lines += buf[i] == '\n';
-	if (n > 0 && lines)
-		rows = (uint64_t)st.st_size / ((uint64_t)n / lines);
+	{
+		/* a .zip or .gz: its lines counted inflated, against its inflated size */
+		uint64_t size = (uint64_t)st.st_size, inflated;
+		n = (ssize_t)packed_sample(side, fd, path, &st, buf, sample, &inflated);
+		if (n > 0)
+			size = inflated;
+		else if (len < 4 || strcmp(path + len - 4, ".zip"))
+			n = pread(fd, buf, sample, 0);
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+		if (n > 0 && lines)
+			rows = size / ((uint64_t)n / lines);
+	}
 	*bytes = (uint64_t)st.st_size;
 out:
 	if (fd >= 0)

@@ -70,4 +70,17 @@ expect_exit 0 "gzip local flow from a pipe on stdin that pauses" \
 diffs "$E/stdin.json" > "$WORK/stdin-gz.diffs"
 check "gzip pipe: the same differences as from a file" cmp -s "$WORK/file.diffs" "$WORK/stdin-gz.diffs"
 
+# a gzip statement (a regular file): its rows are estimated inflated, so the
+# run speculates as for the plain file, and reads both again after the duplicate
+rm -rf "$E/state"
+gzip -c "$E/statements/2024-01-16.csv" > "$E/statements/gz.tmp"
+mv "$E/statements/gz.tmp" "$E/statements/2024-01-16.csv"
+expect_exit 0 "a gzip statement" \
+	timeout 60 "$RECON" run --job "$E/file.json" --date 2024-01-16 --dry-run
+check "a gzip statement is read again after the duplicate entry" \
+	grep -q "reading the inputs again" "$WORK/err"
+diffs "$E/file.json" > "$WORK/gz.diffs"
+check "gzip statement: the same differences as from the plain file" \
+	cmp -s "$WORK/file.diffs" "$WORK/gz.diffs"
+
 finish
