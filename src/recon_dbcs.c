@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "recon_mem.h"
+#include "recon_report.h"
 
 #define PAIRS	  (128u * 256u) /* a first byte from 0x80 up, then any byte */
 #define PAIR_NONE 0xFFu		/* not converted here: the line goes to iconv */
@@ -26,35 +27,9 @@ static const char *const encodings[] = {
 /* Whether p[0, n) is UTF-8 without NUL, its characters whole (n is small). */
 static bool utf8_whole(const unsigned char *p, size_t n)
 {
-	for (size_t i = 0; i < n;) {
-		const unsigned c = p[i];
-		size_t k;
-		unsigned lo = 0x80, hi = 0xBF;
-
-		if (c >= 0x01 && c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF) {
-			k = 1;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			k = 2;
-			lo = c == 0xE0 ? 0xA0 : 0x80;
-			hi = c == 0xED ? 0x9F : 0xBF;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			k = 3;
-			lo = c == 0xF0 ? 0x90 : 0x80;
-			hi = c == 0xF4 ? 0x8F : 0xBF;
-		} else {
+	for (size_t i = 0, l; i < n; i += l)
+		if (!p[i] || !(l = recon_report_utf8_len(p + i, n - i)))
 			return false;
-		}
-		if (n - i <= k || p[i + 1] < lo || p[i + 1] > hi)
-			return false;
-		for (size_t j = 2; j <= k; j++)
-			if ((p[i + j] & 0xC0) != 0x80)
-				return false;
-		i += k + 1;
-	}
 	return true;
 }
 

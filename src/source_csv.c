@@ -124,8 +124,7 @@ struct csv_source {
 	struct recon_dbcs *dbcs; /* the double-byte encodings' own way, else NULL */
 	struct recon_buf conv_out;
 	size_t conv_bad; /* 1-based offset of the first bad byte in the last line, or 0 */
-	bool line_utf8;	 /* the last line converted is known UTF-8 without NUL */
-	bool rec_utf8;	 /* so is every line of the current record */
+	bool rec_utf8;	 /* every line of the current record converted to known UTF-8 */
 
 	/* Layout. */
 	char delim, quote;
@@ -389,8 +388,11 @@ static int next_line(struct csv_source *s, char **line, size_t *len, struct reco
 
 /* ---- transcoding ---- */
 
-/* Converts line to UTF-8 in conv_out; a bad byte is copied as is and noted in conv_bad. */
-static void convert(struct csv_source *s, char **line, size_t *len)
+/*
+ * Converts line to UTF-8 in conv_out; a bad byte is copied as is and noted in
+ * conv_bad. true: the result is known UTF-8 without NUL (recon_dbcs's).
+ */
+static bool convert(struct csv_source *s, char **line, size_t *len)
 {
 	struct recon_buf *o = &s->conv_out;
 	char *in = *line;
@@ -403,14 +405,12 @@ static void convert(struct csv_source *s, char **line, size_t *len)
 		bool nul;
 		if (recon_dbcs_convert(s->dbcs, *line, *len, o->s, &o->len, &nul)) {
 			o->s[o->len] = '\0';
-			s->line_utf8 = !nul;
 			*line = o->s;
 			*len = o->len;
-			return;
+			return !nul;
 		}
 		o->len = 0;
 	}
-	s->line_utf8 = false;
 	iconv(s->cd, NULL, NULL, NULL, NULL);
 	for (;;) {
 		char *out = o->s + o->len;
@@ -437,6 +437,7 @@ static void convert(struct csv_source *s, char **line, size_t *len)
 	o->s[o->len] = '\0';
 	*line = o->s;
 	*len = o->len;
+	return false;
 }
 
 /* ---- helpers ---- */
@@ -845,10 +846,8 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 		}
 		had_cr = len && line[len - 1] == '\r';
 		len -= had_cr;
-		if (s->conv) {
-			convert(s, &line, &len);
-			s->rec_utf8 = s->rec_utf8 && s->line_utf8;
-		}
+		if (s->conv && !convert(s, &line, &len))
+			s->rec_utf8 = false;
 		if (s->lineno == 1 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) {
 			line += 3;
 			len -= 3;
@@ -867,7 +866,7 @@ static int read_record(struct csv_source *s, struct recon_err *err)
 							return rc;
 						len -= len && line[len - 1] == '\r';
 						if (s->conv && !s->overlong)
-							convert(s, &line, &len);
+							(void)convert(s, &line, &len);
 						keep_line(&s->trailer, line, len);
 					}
 					return 0;
@@ -1620,17 +1619,17 @@ static int check_kind(struct csv_source *s, struct recon_err *err)
 	return 0;
 }
 
-/*
- * A .zip or a .gz is told by its first bytes: read with pread() from a file;
- * from a pipe (standard input) they are read once and handed on to what
- * reads the rest (the gzip stream, or the line buffer), hashed once.
- */
 /* recon_zip_gz_wait()'s wait: a compressed FIFO's next bytes, as wait_input(). */
 static int gz_wait(void *arg, struct recon_err *err)
 {
 	return wait_input(arg, err);
 }
 
+/*
+ * A .zip or a .gz is told by its first bytes: read with pread() from a file;
+ * from a pipe (standard input) they are read once and handed on to what
+ * reads the rest (the gzip stream, or the line buffer), hashed once.
+ */
 static int detect_packing(struct csv_source *s, struct recon_err *err)
 {
 	unsigned char head[4];

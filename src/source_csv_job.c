@@ -454,11 +454,6 @@ static void csv_release(struct recon_side *s)
 }
 
 /*
- * Rows a csv side's file likely holds: its size over the mean line length of
- * its first 256 KiB; 0 when unknown (a database, a zip, an unreadable file).
- * It only sizes the compare's tables up front.
- */
-/*
  * The inflated size of a .zip's member or a .gz (its trailer's ISIZE: the
  * last member's size mod 2^32, so at least what the sample read), and the
  * first up to `sample` inflated bytes in buf: their count. 0 if it cannot
@@ -502,6 +497,12 @@ static size_t packed_sample(const struct recon_side *side, int fd, const char *p
 	return got;
 }
 
+/*
+ * Rows a csv side's file likely holds: its size over the mean line length of
+ * its first 256 KiB (a .zip's member or a .gz: both inflated); 0 when unknown
+ * (a database, a FIFO, an unreadable file or archive). It only sizes the
+ * compare's tables up front and decides whether the run may speculate.
+ */
 static uint64_t csv_estimate(const struct recon_side *side, const struct recon_window *win,
 			     uint64_t *bytes)
 {
