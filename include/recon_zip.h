@@ -8,7 +8,9 @@
  * is of the file as downloaded and nothing reads it twice. Member names are
  * converted to UTF-8 from the given encoding unless the entry has the UTF-8
  * flag (Alipay writes GBK names without it). Members are stored or deflated;
- * the CRC-32 and size are checked at the end of the member. Every length and
+ * the CRC-32 and size are checked at the end of the member. ZIP64 sizes and
+ * offsets (a member over 4 GiB inflated, as Python's zipfile writes from 2 GiB)
+ * are read from the ZIP64 end record and extra field. Every length and
  * offset is bounds-checked: a damaged archive is an error (RECON_EINPUT),
  * never a crash.
  */

@@ -17,6 +17,9 @@
 #define SIG_LOCAL   0x04034b50u
 #define SIG_CENTRAL 0x02014b50u
 #define SIG_END	    0x06054b50u
+#define SIG_END64   0x06064b50u /* the ZIP64 end of central directory record */
+#define SIG_LOC64   0x07064b50u /* its locator, right before the end record */
+#define ZIP64_EXTRA 0x0001u	/* the ZIP64 extended information extra field */
 #define FLAG_CRYPT  0x0001u
 #define FLAG_UTF8   0x0800u
 
@@ -50,6 +53,11 @@ static uint32_t le16(const unsigned char *p)
 static uint32_t le32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
 static int zerr(struct recon_err *err, const char *path, const char *fmt, ...) RECON_PRINTF(3, 4);
@@ -158,13 +166,54 @@ static const unsigned char *find_end(const struct recon_zip *z, size_t *eocd)
 /* The member chosen from the central directory, and what the messages list. */
 struct pick {
 	size_t found;
-	uint32_t off, csize, flags;
+	uint64_t off, csize;
+	uint32_t flags;
 	struct recon_buf all, matching; /* quoted names: every member, those matching */
 };
 
+/*
+ * A member over 4 GiB (or past 4 GiB into the archive) states 0xFFFFFFFF in
+ * the central directory and its real sizes and offset in the ZIP64 extra
+ * field, in this order, each present only when its header field is
+ * 0xFFFFFFFF: inflated size, compressed size, local header offset. Python's
+ * zipfile writes them for a member over 2 GiB, Info-ZIP's zip over 4 GiB (and
+ * with -fz). A field that is 0xFFFFFFFF with no ZIP64 field is taken as it
+ * reads (the caps and bounds checks refuse it). The local header's own ZIP64
+ * field is skipped with the rest of its extra field: the central directory's
+ * sizes are the ones used (a streamed member's local sizes may be zero).
+ */
+static int zip64_sizes(const struct recon_zip *z, const unsigned char *e, uint64_t *usize,
+		       uint64_t *csize, uint64_t *off, struct recon_err *err)
+{
+	const unsigned char *x = e + 46 + le16(e + 28);
+	size_t xlen = le16(e + 30), pos = 0;
+
+	while (xlen - pos >= 4) {
+		size_t id = le16(x + pos), len = le16(x + pos + 2), at = pos + 4;
+		uint64_t *want[3] = {usize, csize, off};
+
+		if (len > xlen - at)
+			return zerr(err, z->path, "extra field of '%s' out of bounds", z->shown);
+		if (id == ZIP64_EXTRA) {
+			for (size_t i = 0; i < 3; i++) {
+				if (*want[i] != 0xFFFFFFFFu)
+					continue;
+				if (at + 8 > pos + 4 + len)
+					return zerr(err, z->path,
+						    "ZIP64 field of '%s' is too short", z->shown);
+				*want[i] = le64(x + at);
+				at += 8;
+			}
+			return 0;
+		}
+		pos = at + len;
+	}
+	return 0;
+}
+
 /* Takes the central directory entry at e (name: its UTF-8 name, owned) into p. */
-static void pick_entry(struct recon_zip *z, struct pick *p, const unsigned char *e, char *name,
-		       const char *want, const char *exclude)
+static int pick_entry(struct recon_zip *z, struct pick *p, const unsigned char *e, char *name,
+		      const char *want, const char *exclude, struct recon_err *err)
 {
 	bool match = name_matches(name, want, exclude);
 	char q[RECON_QUOTE_BUF];
@@ -177,56 +226,88 @@ static void pick_entry(struct recon_zip *z, struct pick *p, const unsigned char 
 		recon_buf_addf(&p->matching, "%s'%s'", p->matching.len ? ", " : "", q);
 	if (!match || p->found++) {
 		free(name);
-		return;
+		return 0;
 	}
 	free(z->member);
 	z->member = name;
+	recon_err_quote(z->shown, z->member, strlen(z->member), 0);
 	z->method = le16(e + 10);
 	z->crc_want = le32(e + 16);
 	p->csize = le32(e + 20);
 	z->usize_want = le32(e + 24);
 	p->off = le32(e + 42);
 	p->flags = le16(e + 8);
+	return zip64_sizes(z, e, &z->usize_want, &p->csize, &p->off, err);
+}
+
+/*
+ * The central directory's entry count, size and offset: from the end record,
+ * or from the ZIP64 end record when its locator sits right before the end
+ * record (an archive over 4 GiB or 65535 entries has 0xFFFF/0xFFFFFFFF in
+ * the end record; some writers add the ZIP64 record whenever they like).
+ * *limit is where the central directory must end.
+ */
+static int central_directory(const struct recon_zip *z, uint64_t *entries, uint64_t *cd_off,
+			     uint64_t *cd_size, size_t *limit, struct recon_err *err)
+{
+	const unsigned char *end, *loc, *rec;
+	size_t eocd = 0;
+	uint64_t at;
+
+	if (!(end = find_end(z, &eocd)))
+		return zerr(err, z->path, "no end of central directory (truncated?)");
+	*entries = le16(end + 10);
+	*cd_size = le32(end + 12);
+	*cd_off = le32(end + 16);
+	*limit = eocd;
+	if (eocd < 20 || le32((loc = end - 20)) != SIG_LOC64)
+		return 0;
+	at = le64(loc + 8);
+	if (at > eocd - 20 || eocd - 20 - at < 56 || le32((rec = z->data + at)) != SIG_END64)
+		return zerr(err, z->path, "bad ZIP64 end of central directory");
+	*entries = le64(rec + 32);
+	*cd_size = le64(rec + 40);
+	*cd_off = le64(rec + 48);
+	*limit = (size_t)at;
+	return 0;
 }
 
 /* Walks the central directory; exactly one member must match want/exclude. */
 static int pick_member(struct recon_zip *z, struct pick *p, const char *name_encoding,
 		       const char *want, const char *exclude, struct recon_err *err)
 {
-	const unsigned char *end, *cd;
-	size_t eocd = 0, cd_off, cd_size, entries, pos = 0;
+	const unsigned char *cd;
+	uint64_t entries = 0, cd_off = 0, cd_size = 0;
+	size_t limit = 0, pos = 0;
+	int ret;
 
-	if (!(end = find_end(z, &eocd)))
-		return zerr(err, z->path, "no end of central directory (truncated?)");
-	entries = le16(end + 10);
-	cd_size = le32(end + 12);
-	cd_off = le32(end + 16);
-	if (cd_off == 0xFFFFFFFFu || entries == 0xFFFF)
-		return zerr(err, z->path, "zip64 archives are not supported");
-	if (cd_off > eocd || cd_size > eocd - cd_off)
+	if ((ret = central_directory(z, &entries, &cd_off, &cd_size, &limit, err)) < 0)
+		return ret;
+	if (cd_off > limit || cd_size > limit - cd_off)
 		return zerr(err, z->path, "central directory out of bounds");
 	cd = z->data + cd_off;
-	for (size_t e = 0; e < entries; e++) {
+	for (uint64_t e = 0; e < entries; e++) {
 		uint32_t flags, nlen, xlen, clen;
 
 		if (cd_size - pos < 46 || le32(cd + pos) != SIG_CENTRAL)
-			return zerr(err, z->path, "bad central directory entry %zu", e + 1);
+			return zerr(err, z->path, "bad central directory entry %llu",
+				    (unsigned long long)e + 1);
 		flags = le16(cd + pos + 8);
 		nlen = le16(cd + pos + 28);
 		xlen = le16(cd + pos + 30);
 		clen = le16(cd + pos + 32);
 		if (cd_size - pos - 46 < (size_t)nlen + xlen + clen)
-			return zerr(err, z->path, "central directory entry %zu out of bounds",
-				    e + 1);
-		pick_entry(
-		    z, p, cd + pos,
-		    member_name(cd + pos + 46, nlen, (flags & FLAG_UTF8) != 0, name_encoding), want,
-		    exclude);
+			return zerr(err, z->path, "central directory entry %llu out of bounds",
+				    (unsigned long long)e + 1);
+		if ((ret = pick_entry(
+			 z, p, cd + pos,
+			 member_name(cd + pos + 46, nlen, (flags & FLAG_UTF8) != 0, name_encoding),
+			 want, exclude, err)) < 0)
+			return ret;
 		pos += 46 + (size_t)nlen + xlen + clen;
 	}
 	if (p->found != 1) {
 		struct recon_buf m;
-		int ret;
 
 		recon_buf_init(&m);
 		recon_buf_addf(&m, "%s member of the zip archive ",
@@ -245,7 +326,6 @@ static int pick_member(struct recon_zip *z, struct pick *p, const char *name_enc
 		recon_buf_release(&m);
 		return ret;
 	}
-	recon_err_quote(z->shown, z->member, strlen(z->member), 0);
 	return 0;
 }
 
@@ -267,9 +347,9 @@ static int locate_member(struct recon_zip *z, const struct pick *p, struct recon
 	     z->usize_want / (p->csize ? p->csize : 1) > RECON_ZIP_MAX_RATIO))
 		return zerr(
 		    err, z->path,
-		    "member '%s' would inflate to %llu bytes from %lu (at most %llu bytes and "
+		    "member '%s' would inflate to %llu bytes from %llu (at most %llu bytes and "
 		    "%u times the compressed size): refused",
-		    z->shown, (unsigned long long)z->usize_want, (unsigned long)p->csize,
+		    z->shown, (unsigned long long)z->usize_want, (unsigned long long)p->csize,
 		    (unsigned long long)RECON_ZIP_MAX_INFLATED, (unsigned)RECON_ZIP_MAX_RATIO);
 	if (p->flags & FLAG_CRYPT)
 		return zerr(err, z->path, "member '%s' is encrypted", z->shown);

@@ -4,11 +4,15 @@
  * are shown escaped in messages (a crafted name cannot print a fake log
  * line), several matching members are listed by their own names, and a
  * member that would inflate beyond the caps (a zip bomb) is refused before
- * it is inflated (issue 12 #10, #12). The real Alipay download is covered by
- * test_formats.
+ * it is inflated (issue 12 #10, #12). ZIP64 archives (sizes and offsets in
+ * the 0x0001 extra field, the central directory through the ZIP64 end record)
+ * are read, and the caps apply to their 64-bit sizes. The real Alipay download
+ * is covered by the alipay_bill_zip cases (alipay_bill_zip64: Info-ZIP's own
+ * ZIP64 output).
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +35,15 @@ struct member {
 	const void *data;
 	size_t len;
 	int deflated;
-	uint32_t lie_usize; /* stated uncompressed size instead of the real one (0: honest) */
+	uint64_t lie_usize; /* stated uncompressed size instead of the real one (0: honest) */
+};
+
+/* How an archive is written: classic, or with ZIP64 fields. */
+enum layout {
+	CLASSIC,
+	ZIP64,	      /* sizes and offset 0xFFFFFFFF, in the extra field; ZIP64 end record */
+	ZIP64_SHORT,  /* ... with the extra field holding the inflated size only */
+	ZIP64_LOCATOR /* classic fields, a ZIP64 end record and locator anyway */
 };
 
 static void put16(struct recon_buf *b, uint32_t v)
@@ -45,6 +57,12 @@ static void put32(struct recon_buf *b, uint32_t v)
 {
 	put16(b, v & 0xffff);
 	put16(b, v >> 16);
+}
+
+static void put64(struct recon_buf *b, uint64_t v)
+{
+	put32(b, (uint32_t)v);
+	put32(b, (uint32_t)(v >> 32));
 }
 
 /* Raw deflate of data; *out malloc'ed. */
@@ -66,87 +84,162 @@ static size_t deflate_raw(const void *data, size_t len, unsigned char **out)
 	return cap - zs.avail_out;
 }
 
-/* An archive of the members in a temporary file; returns its descriptor. */
-static int zip_file(const struct member *m, size_t n)
+/* A file holding b's bytes; returns its descriptor, at offset 0. */
+static int file_of(const struct recon_buf *b)
 {
-	struct recon_buf b, cd;
-	uint32_t *offs = calloc(n, sizeof(*offs)), *csz = calloc(n, sizeof(*csz));
-	uint32_t *crcs = calloc(n, sizeof(*crcs));
 	FILE *f = tmpfile();
 	int fd;
 
 	assert_non_null(f);
-	recon_buf_init(&b);
-	recon_buf_init(&cd);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char *z = NULL;
-		size_t zl = m[i].len;
-		const void *body = m[i].data;
-		uint32_t usize = m[i].lie_usize ? m[i].lie_usize : (uint32_t)m[i].len;
-
-		if (m[i].deflated) {
-			zl = deflate_raw(m[i].data, m[i].len, &z);
-			body = z;
-		}
-		crcs[i] = (uint32_t)crc32(crc32(0L, Z_NULL, 0), m[i].data, (uInt)m[i].len);
-		offs[i] = (uint32_t)b.len;
-		csz[i] = (uint32_t)zl;
-		put32(&b, 0x04034b50u);
-		put16(&b, 20);
-		put16(&b, 0x0800); /* UTF-8 names */
-		put16(&b, m[i].deflated ? 8 : 0);
-		put32(&b, 0);
-		put32(&b, crcs[i]);
-		put32(&b, csz[i]);
-		put32(&b, usize);
-		put16(&b, (uint32_t)strlen(m[i].name));
-		put16(&b, 0);
-		recon_buf_adds(&b, m[i].name);
-		recon_buf_add(&b, body, zl);
-		free(z);
-
-		put32(&cd, 0x02014b50u);
-		put16(&cd, 20);
-		put16(&cd, 20);
-		put16(&cd, 0x0800);
-		put16(&cd, m[i].deflated ? 8 : 0);
-		put32(&cd, 0);
-		put32(&cd, crcs[i]);
-		put32(&cd, csz[i]);
-		put32(&cd, usize);
-		put16(&cd, (uint32_t)strlen(m[i].name));
-		put16(&cd, 0);
-		put16(&cd, 0);
-		put16(&cd, 0);
-		put16(&cd, 0);
-		put32(&cd, 0);
-		put32(&cd, offs[i]);
-		recon_buf_adds(&cd, m[i].name);
-	}
-	{
-		uint32_t cd_off = (uint32_t)b.len;
-		recon_buf_add(&b, cd.s, cd.len);
-		put32(&b, 0x06054b50u);
-		put16(&b, 0);
-		put16(&b, 0);
-		put16(&b, (uint32_t)n);
-		put16(&b, (uint32_t)n);
-		put32(&b, (uint32_t)cd.len);
-		put32(&b, cd_off);
-		put16(&b, 0);
-	}
-	assert_int_equal(fwrite(b.s, 1, b.len, f), b.len);
+	assert_int_equal(fwrite(b->s, 1, b->len, f), b->len);
 	fflush(f);
 	fd = dup(fileno(f));
 	fclose(f);
 	assert_true(fd >= 0);
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	recon_buf_release(&b);
-	recon_buf_release(&cd);
-	free(offs);
-	free(csz);
-	free(crcs);
 	return fd;
+}
+
+/* An archive of the members, written into b in the given layout. */
+static void zip_build(struct recon_buf *b, const struct member *m, size_t n, enum layout how)
+{
+	struct recon_buf cd;
+	bool z64 = how == ZIP64 || how == ZIP64_SHORT;
+
+	recon_buf_init(&cd);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *z = NULL;
+		size_t zl = m[i].len;
+		const void *body = m[i].data;
+		uint64_t usize = m[i].lie_usize ? m[i].lie_usize : m[i].len, off = b->len;
+		uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), m[i].data, (uInt)m[i].len);
+		uint32_t nlen = (uint32_t)strlen(m[i].name);
+		uint32_t xlen = how == ZIP64 ? 32 : how == ZIP64_SHORT ? 16 : 0;
+
+		if (m[i].deflated) {
+			zl = deflate_raw(m[i].data, m[i].len, &z);
+			body = z;
+		}
+		put32(b, 0x04034b50u);
+		put16(b, z64 ? 45 : 20);
+		put16(b, 0x0800); /* UTF-8 names */
+		put16(b, m[i].deflated ? 8 : 0);
+		put32(b, 0);
+		put32(b, crc);
+		put32(b, z64 ? 0xFFFFFFFFu : (uint32_t)zl);
+		put32(b, z64 ? 0xFFFFFFFFu : (uint32_t)usize);
+		put16(b, nlen);
+		put16(b, z64 ? 20 : 0);
+		recon_buf_adds(b, m[i].name);
+		if (z64) {
+			put16(b, 1);
+			put16(b, 16);
+			put64(b, usize);
+			put64(b, zl);
+		}
+		recon_buf_add(b, body, zl);
+		free(z);
+
+		put32(&cd, 0x02014b50u);
+		put16(&cd, z64 ? 45 : 20);
+		put16(&cd, z64 ? 45 : 20);
+		put16(&cd, 0x0800);
+		put16(&cd, m[i].deflated ? 8 : 0);
+		put32(&cd, 0);
+		put32(&cd, crc);
+		put32(&cd, how == ZIP64 ? 0xFFFFFFFFu : (uint32_t)zl);
+		put32(&cd, z64 ? 0xFFFFFFFFu : (uint32_t)usize);
+		put16(&cd, nlen);
+		put16(&cd, xlen);
+		put16(&cd, 0);
+		put16(&cd, 0);
+		put16(&cd, 0);
+		put32(&cd, 0);
+		put32(&cd, how == ZIP64 ? 0xFFFFFFFFu : (uint32_t)off);
+		recon_buf_adds(&cd, m[i].name);
+		if (xlen) {
+			put16(&cd, 0x5455); /* another field first, as Info-ZIP writes them */
+			put16(&cd, 0);
+			put16(&cd, 1);
+			put16(&cd, xlen - 8);
+			put64(&cd, usize);
+			if (how == ZIP64) {
+				put64(&cd, zl);
+				put64(&cd, off);
+			}
+		}
+	}
+	{
+		uint64_t cd_off = b->len, rec = cd_off + cd.len;
+		bool locator = how != CLASSIC;
+
+		recon_buf_add(b, cd.s, cd.len);
+		if (locator) {
+			put32(b, 0x06064b50u);
+			put64(b, 44);
+			put16(b, 45);
+			put16(b, 45);
+			put32(b, 0);
+			put32(b, 0);
+			put64(b, n);
+			put64(b, n);
+			put64(b, cd.len);
+			put64(b, cd_off);
+			put32(b, 0x07064b50u);
+			put32(b, 0);
+			put64(b, rec);
+			put32(b, 1);
+		}
+		put32(b, 0x06054b50u);
+		put16(b, 0);
+		put16(b, 0);
+		put16(b, z64 ? 0xFFFF : (uint32_t)n);
+		put16(b, z64 ? 0xFFFF : (uint32_t)n);
+		put32(b, z64 ? 0xFFFFFFFFu : (uint32_t)cd.len);
+		put32(b, z64 ? 0xFFFFFFFFu : (uint32_t)cd_off);
+		put16(b, 0);
+	}
+	recon_buf_release(&cd);
+}
+
+/* An archive of the members in a temporary file; returns its descriptor. */
+static int zip_file_as(const struct member *m, size_t n, enum layout how)
+{
+	struct recon_buf b;
+	int fd;
+
+	recon_buf_init(&b);
+	zip_build(&b, m, n, how);
+	fd = file_of(&b);
+	recon_buf_release(&b);
+	return fd;
+}
+
+static int zip_file(const struct member *m, size_t n)
+{
+	return zip_file_as(m, n, CLASSIC);
+}
+
+/* Opens fd choosing `want`; returns open's result, err filled. */
+static int open_fd(struct recon_zip **z, int fd, const char *want, struct recon_err *err)
+{
+	recon_err_init(err);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	return recon_zip_open(z, fd, "t.zip", NULL, want, NULL, NULL, err);
+}
+
+/* Reads the member to its end into out (at most cap bytes); returns the count. */
+static size_t read_member(struct recon_zip *z, char *out, size_t cap)
+{
+	struct recon_err err;
+	size_t got = 0;
+	long n;
+
+	recon_err_init(&err);
+	while ((n = recon_zip_read(z, out + got, cap - got < 5 ? cap - got : 5, &err)) > 0)
+		got += (size_t)n;
+	assert_int_equal(n, 0);
+	return got;
 }
 
 static void test_zip_reads_stored_and_deflated(void **state)
@@ -245,12 +338,163 @@ static void test_zip_inflate_caps(void **state)
 	free(nl);
 }
 
+/* ZIP64: sizes and offsets from the extra field, the directory through the ZIP64 end record. */
+static void test_zip_zip64_reads(void **state)
+{
+	static const char csv[] = "id,amount\nA-1,1.00\nA-2,2.50\n";
+	const struct member m[] = {{"readme.txt", "notes", 5, 0, 0},
+				   {"bill.csv", csv, sizeof(csv) - 1, 1, 0},
+				   {"stored.csv", csv, sizeof(csv) - 1, 0, 0}};
+	static const enum layout layouts[] = {ZIP64, ZIP64_SHORT, ZIP64_LOCATOR};
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	char buf[64];
+
+	(void)state;
+	for (size_t l = 0; l < 3; l++) {
+		int fd = zip_file_as(m, 3, layouts[l]);
+
+		assert_int_equal(open_fd(&z, fd, "bill", &err), 0);
+		assert_string_equal(recon_zip_member(z), "bill.csv");
+		assert_int_equal(recon_zip_member_size(z), sizeof(csv) - 1);
+		assert_int_equal(read_member(z, buf, sizeof(buf)), sizeof(csv) - 1);
+		assert_memory_equal(buf, csv, sizeof(csv) - 1);
+		recon_zip_close(z);
+		assert_int_equal(open_fd(&z, fd, "stored", &err), 0);
+		assert_int_equal(read_member(z, buf, sizeof(buf)), sizeof(csv) - 1);
+		assert_memory_equal(buf, csv, sizeof(csv) - 1);
+		recon_zip_close(z);
+		close(fd);
+	}
+}
+
+/* The caps apply to a 64-bit stated size; a stated size a byte off fails the size check. */
+static void test_zip_zip64_caps(void **state)
+{
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	char buf[16];
+	int fd;
+
+	(void)state;
+	{
+		const struct member m[] = {{"bill.csv", "\n\n\n\n", 4, 1, (uint64_t)1 << 40}};
+		fd = zip_file_as(m, 1, ZIP64);
+	}
+	assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+	assert_null(z);
+	assert_non_null(strstr(err.msg, "would inflate to 1099511627776 bytes from"));
+	close(fd);
+	{
+		/* 4 GiB + 4 states 4 in its low 32 bits: the high half counts */
+		const struct member m[] = {{"bill.csv", "\n\n\n\n", 4, 0, ((uint64_t)1 << 32) + 4}};
+		fd = zip_file_as(m, 1, ZIP64);
+	}
+	assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+	assert_non_null(strstr(err.msg, "would inflate to 4294967300 bytes"));
+	close(fd);
+	{
+		const struct member m[] = {{"bill.csv", "abcd", 4, 1, 5}};
+		fd = zip_file_as(m, 1, ZIP64);
+	}
+	assert_int_equal(open_fd(&z, fd, NULL, &err), 0);
+	recon_err_init(&err);
+	assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), 4);
+	assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), RECON_EINPUT);
+	assert_non_null(strstr(err.msg, "fails its CRC-32/size check"));
+	recon_zip_close(z);
+	close(fd);
+}
+
+/* Damaged ZIP64 records and fields are errors with their reason, never a read out of bounds. */
+static void test_zip_zip64_damaged(void **state)
+{
+	const struct member m[] = {{"bill.csv", "id\n", 3, 0, 0}};
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	struct recon_buf b;
+	size_t end, loc;
+	int fd;
+
+	(void)state;
+	recon_buf_init(&b);
+	zip_build(&b, m, 1, ZIP64);
+	end = b.len - 22;
+	loc = end - 20;
+	{
+		/* the locator points past itself */
+		struct recon_buf c;
+		recon_buf_init(&c);
+		recon_buf_add(&c, b.s, b.len);
+		c.s[loc + 8] = (char)0xF0;
+		fd = file_of(&c);
+		assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "bad ZIP64 end of central directory"));
+		close(fd);
+		/* ... or at bytes that are not a ZIP64 end record */
+		memcpy(c.s, b.s, b.len);
+		c.s[loc + 8] = 0;
+		fd = file_of(&c);
+		assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "bad ZIP64 end of central directory"));
+		close(fd);
+		/* the ZIP64 record's directory offset beyond the archive */
+		memcpy(c.s, b.s, b.len);
+		c.s[loc - 56 + 48 + 7] = 0x01;
+		fd = file_of(&c);
+		assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "central directory out of bounds"));
+		close(fd);
+		/* the directory's size running into the ZIP64 end record */
+		memcpy(c.s, b.s, b.len);
+		c.s[loc - 56 + 40] = (char)((unsigned char)c.s[loc - 56 + 40] + 56);
+		fd = file_of(&c);
+		assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "central directory out of bounds"));
+		close(fd);
+		recon_buf_release(&c);
+	}
+	{
+		/* the local header offset in the extra field beyond the archive */
+		struct recon_buf c;
+		recon_buf_init(&c);
+		recon_buf_add(&c, b.s, b.len);
+		c.s[loc - 56 - 1] = 0x7F; /* the top byte of the last field: the offset */
+		fd = file_of(&c);
+		assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "bad local header for 'bill.csv'"));
+		close(fd);
+		recon_buf_release(&c);
+	}
+	recon_buf_release(&b);
+	{
+		/* sizes and offset all 0xFFFFFFFF, the extra field holding one of them */
+		const struct member big[] = {{"bill.csv", "id\n", 3, 0, 0}};
+		recon_buf_init(&b);
+		zip_build(&b, big, 1, ZIP64_SHORT);
+		/* ZIP64_SHORT leaves the compressed size and offset classic: claim them too */
+		{
+			size_t cd = b.len - 22 - 20 - 56 - (46 + 8 + 16);
+			assert_int_equal(b.s[cd], 'P');
+			memset(b.s + cd + 20, 0xFF, 4);
+		}
+		fd = file_of(&b);
+		assert_int_equal(open_fd(&z, fd, NULL, &err), RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "ZIP64 field of 'bill.csv' is too short"));
+		close(fd);
+		recon_buf_release(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_zip_reads_stored_and_deflated),
 	    cmocka_unit_test(test_zip_names_escaped_and_matching_listed),
 	    cmocka_unit_test(test_zip_inflate_caps),
+	    cmocka_unit_test(test_zip_zip64_reads),
+	    cmocka_unit_test(test_zip_zip64_caps),
+	    cmocka_unit_test(test_zip_zip64_damaged),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
