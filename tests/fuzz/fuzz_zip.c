@@ -1,16 +1,20 @@
 /*
- * fuzz_zip: the zip reader of src/recon_zip.c on its own. The input is an
- * archive as downloaded: the harness writes it to a scratch file, opens it
- * with each of a few member selections (the only member; a name containing
- * "detail" without "summary"; a GBK-named member, as Alipay writes them) and,
- * when one opens, inflates the member to its end in small and odd-sized reads.
+ * fuzz_zip: the download readers of src/recon_zip.c on their own. The input
+ * is a file as downloaded: the harness writes it to a scratch file, opens it
+ * as a zip with each of a few member selections (the only member; a name
+ * containing "detail" without "summary"; a GBK-named member, as Alipay writes
+ * them) and, when one opens, inflates the member to its end in small and
+ * odd-sized reads; then reads it as a .gz (concatenated members) the same way.
+ * The seeds include ZIP64 archives (sizes in the extra field, the directory
+ * through the ZIP64 end record).
  *
  * It parses untrusted downloads, so beyond the sanitizers: a failure is
  * RECON_EINPUT or RECON_EIO with a message and *out NULL; no message holds a
  * raw control character (member names are escaped, so a crafted name cannot
  * fake a log line); a member never inflates past the caps the reader promises
  * (RECON_ZIP_MAX_INFLATED), and a read that ends cleanly has passed the
- * CRC-32 and size check.
+ * CRC-32 and size check; the provenance hash is of the file as stored (a zip
+ * once opened, a .gz read to its end).
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -50,16 +54,68 @@ static void check_message(const struct recon_err *err)
 			fail("a raw control character in the message", err);
 }
 
-static void one(const char *enc, const char *want, const char *exclude)
+static char want_hex[65]; /* SHA-256 of the input */
+
+static void check_hash(struct recon_sha256 *sha, const char *what)
+{
+	char hex[65];
+	struct recon_err err;
+
+	recon_sha256_final_hex(sha, hex);
+	if (strcmp(hex, want_hex)) {
+		recon_err_init(&err);
+		fail(what, &err);
+	}
+}
+
+static long zip_rd(void *h, void *buf, size_t n, struct recon_err *err)
+{
+	return recon_zip_read(h, buf, n, err);
+}
+
+static long gz_rd(void *h, void *buf, size_t n, struct recon_err *err)
+{
+	return recon_zip_gz_read(h, buf, n, err);
+}
+
+/*
+ * Reads h to its end in small and odd-sized reads, or until `stop` bytes
+ * (beyond which a read is a failure when `cap`). Returns the last read's
+ * result: 0 at the end, < 0 a checked failure, > 0 stopped early.
+ */
+static long drain(long (*rd)(void *h, void *buf, size_t n, struct recon_err *err), void *h,
+		  uint64_t stop, int cap)
 {
 	static const size_t sizes[] = {1, 7, 4096, 65536};
-	struct recon_zip *z = (struct recon_zip *)1;
-	struct recon_sha256 sha;
+	static char buf[65536];
 	struct recon_err err;
-	char buf[65536];
 	uint64_t total = 0;
 	size_t k = 0;
 	long n;
+
+	recon_err_init(&err);
+	while ((n = rd(h, buf, sizes[k % 4], &err)) > 0) {
+		if ((size_t)n > sizes[k++ % 4])
+			fail("a read returned more than asked", &err);
+		if ((total += (uint64_t)n) > stop) {
+			if (cap)
+				fail("inflated past RECON_ZIP_MAX_INFLATED", &err);
+			return n;
+		}
+	}
+	if (n < 0) {
+		if ((n != RECON_EINPUT && n != RECON_EIO) || err.code != n || !err.msg[0])
+			fail("a read failed without RECON_EINPUT/EIO and a message", &err);
+		check_message(&err);
+	}
+	return n;
+}
+
+static void one(const char *enc, const char *want, const char *exclude)
+{
+	struct recon_zip *z = (struct recon_zip *)1;
+	struct recon_sha256 sha;
+	struct recon_err err;
 	int fd = open(zip_path, O_RDONLY | O_CLOEXEC), rc;
 
 	if (fd < 0)
@@ -77,28 +133,39 @@ static void one(const char *enc, const char *want, const char *exclude)
 	}
 	if (!z || !recon_zip_member(z))
 		abort();
-	for (;;) {
-		n = recon_zip_read(z, buf, sizes[k++ % 4], &err);
-		if (n <= 0)
-			break;
-		total += (uint64_t)n;
-		if (total > RECON_ZIP_MAX_INFLATED)
-			fail("inflated past RECON_ZIP_MAX_INFLATED", &err);
-	}
-	if (n < 0) {
-		if (n != RECON_EINPUT || err.code != RECON_EINPUT || !err.msg[0])
-			fail("read failed without RECON_EINPUT and a message", &err);
-		check_message(&err);
-	}
+	check_hash(&sha, "zip: the hash is not of the archive as stored");
+	(void)drain(zip_rd, z, RECON_ZIP_MAX_INFLATED, 1);
 	recon_zip_close(z);
+	close(fd);
+}
+
+/* The input as a .gz, read to its end (or 64 MiB: enough from a fuzz input). */
+static void gz(void)
+{
+	struct recon_gz *g = NULL;
+	struct recon_sha256 sha;
+	struct recon_err err;
+	int fd = open(zip_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		abort();
+	recon_sha256_init(&sha);
+	recon_err_init(&err);
+	if (recon_zip_gz_open(&g, fd, zip_path, &sha, &err) < 0)
+		fail("gz open failed", &err);
+	if (drain(gz_rd, g, (uint64_t)1 << 26, 0) == 0)
+		check_hash(&sha, "gz: the hash is not of the file as stored");
+	recon_zip_gz_close(g);
 	close(fd);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_write_file(zip_path, data, size);
+	recon_sha256_hex(data, size, want_hex);
 	one(NULL, NULL, NULL);
 	one(NULL, "detail", "summary");
 	one("GBK", "\xe4\xb8\x9a\xe5\x8a\xa1\xe6\x98\x8e\xe7\xbb\x86", "\xe6\xb1\x87\xe6\x80\xbb");
+	gz();
 	return 0;
 }
