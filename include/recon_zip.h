@@ -3,16 +3,18 @@
  * delivers its bill as a zip holding the 业务明细 detail file and its 汇总
  * summary).
  *
- * The archive is read whole into memory once (bounded by RECON_ZIP_MAX), its
- * bytes fed to the caller's SHA-256 as they are read, so the provenance hash
- * is of the file as downloaded and nothing reads it twice. Member names are
- * converted to UTF-8 from the given encoding unless the entry has the UTF-8
- * flag (Alipay writes GBK names without it). Members are stored or deflated;
- * the CRC-32 and size are checked at the end of the member. ZIP64 sizes and
- * offsets (a member over 4 GiB inflated, as Python's zipfile writes from 2 GiB)
- * are read from the ZIP64 end record and extra field. Every length and
- * offset is bounds-checked: a damaged archive is an error (RECON_EINPUT),
- * never a crash.
+ * The central directory is read from the archive's end (pread: fd must be a
+ * file), then the file once in order from its first byte, in chunks: every
+ * byte goes to the caller's SHA-256 (whole once recon_zip_read() returned 0),
+ * so the provenance hash is of the file as downloaded, and the member's bytes
+ * are inflated as they go by (the archive is never held whole in memory).
+ * Member names are converted to UTF-8 from the given encoding unless the
+ * entry has the UTF-8 flag (Alipay writes GBK names without it). Members are
+ * stored or deflated; the CRC-32 and size are checked at the end of the
+ * member. ZIP64 sizes and offsets (a member over 4 GiB inflated, as Python's
+ * zipfile writes from 2 GiB) are read from the ZIP64 end record and extra
+ * field. Every length and offset is bounds-checked: a damaged archive is an
+ * error (RECON_EINPUT), never a crash.
  */
 #ifndef RECON_ZIP_H
 #define RECON_ZIP_H
@@ -22,7 +24,7 @@
 
 #include "recon_err.h"
 
-#define RECON_ZIP_MAX ((size_t)1 << 30) /* archives larger than this are refused */
+#define RECON_ZIP_MAX_DIR ((uint64_t)64 << 20) /* a larger central directory is refused */
 /* A member stating more than this inflated, or RECON_ZIP_MAX_RATIO times its compressed
    size when above RECON_ZIP_RATIO_FLOOR, is refused before inflating (a zip bomb). */
 #define RECON_ZIP_MAX_INFLATED ((uint64_t)3 << 30)
@@ -36,13 +38,14 @@ struct recon_zip;
 int recon_zip_magic(const void *head, size_t len);
 
 /*
- * Reads the archive from fd (not closed; `path` names it in messages), feeding
- * every byte to `hash` (may be NULL), and picks the member whose UTF-8 name
+ * Reads the archive's directory from fd (a file, read with pread; not closed;
+ * `path` names it in messages), and picks the member whose UTF-8 name
  * contains `want` and not `exclude` (either may be NULL; with `want` NULL the
  * archive must hold exactly one file). `name_encoding` (NULL: UTF-8) is how
  * names without the UTF-8 flag are written. Caller frees *out with
- * recon_zip_close(). RECON_EINPUT for a damaged archive or no/several matching
- * members, RECON_EIO on read errors.
+ * recon_zip_close(). Reading the member feeds every byte of the file to
+ * `hash` (may be NULL: then only the member is read). RECON_EINPUT for a
+ * damaged archive or no/several matching members, RECON_EIO on read errors.
  */
 RECON_MUSTCHECK int recon_zip_open(struct recon_zip **out, int fd, const char *path,
 				   const char *name_encoding, const char *want, const char *exclude,

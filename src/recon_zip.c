@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -23,18 +24,24 @@
 #define FLAG_CRYPT  0x0001u
 #define FLAG_UTF8   0x0800u
 
+#define ZIP_CHUNK ((size_t)1 << 20) /* the archive is read in chunks of this */
+
 struct recon_zip {
 	char *path;
-	unsigned char *data; /* the whole archive */
-	size_t size;
+	int fd;			     /* borrowed */
+	struct recon_sha256 *hash;   /* every byte of the file, in order (may be NULL) */
+	uint64_t fsize;		     /* the file's size when opened */
+	unsigned char *dir;	     /* the central directory */
 	char *member;		     /* UTF-8 name */
 	char shown[RECON_QUOTE_BUF]; /* the name for messages: bounded, control bytes escaped */
-	const unsigned char *in;     /* the member's compressed bytes */
+	uint64_t data_at, data_end;  /* the member's compressed bytes in the file */
+	uint64_t fpos;		     /* the next byte of the file to read (and hash) */
+	unsigned char *chunk;	     /* up to ZIP_CHUNK bytes of the file */
+	const unsigned char *in;     /* the member's bytes in chunk not yet used */
 	size_t in_len;
 	unsigned method; /* 0 stored, 8 deflated */
 	uint32_t crc_want, crc;
 	uint64_t usize_want, usize;
-	size_t in_pos; /* stored: bytes copied */
 	z_stream zs;
 	bool zs_live;
 	bool ended;
@@ -107,33 +114,26 @@ static char *member_name(const unsigned char *p, size_t n, bool utf8, const char
 	return recon_buf_detach(&b);
 }
 
-static int read_all(struct recon_zip *z, int fd, struct recon_sha256 *hash, struct recon_err *err)
+/* n bytes of the file at `at` into buf; a short file is a damaged archive. */
+static int read_at(const struct recon_zip *z, void *buf, size_t n, uint64_t at,
+		   struct recon_err *err)
 {
-	size_t cap = (size_t)1 << 20;
+	size_t got = 0;
 
-	z->data = recon_xmalloc(cap);
-	for (;;) {
-		ssize_t n;
-		if (z->size == cap) {
-			if (cap >= RECON_ZIP_MAX)
-				return recon_err_set(err, RECON_EINPUT, z->path,
-						     "zip archive larger than %zu bytes",
-						     (size_t)RECON_ZIP_MAX);
-			cap *= 2;
-			z->data = recon_xrealloc(z->data, cap);
-		}
-		do
-			n = read(fd, z->data + z->size, cap - z->size);
-		while (n < 0 && errno == EINTR);
-		if (n < 0)
+	while (got < n) {
+		ssize_t r = pread(z->fd, (char *)buf + got, n - got, (off_t)(at + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
 			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
 					     strerror(errno));
-		if (n == 0)
-			return 0;
-		if (hash)
-			recon_sha256_update(hash, z->data + z->size, (size_t)n);
-		z->size += (size_t)n;
+		if (r == 0)
+			return zerr(err, z->path, "the file ends at %llu bytes, before %llu",
+				    (unsigned long long)(at + got), (unsigned long long)(at + n));
+		got += (size_t)r;
 	}
+	return 0;
 }
 
 static bool name_matches(const char *name, const char *want, const char *exclude)
@@ -147,20 +147,35 @@ static bool name_matches(const char *name, const char *want, const char *exclude
 	return !(exclude && strstr(name, exclude));
 }
 
-/* The end of central directory: the last signature within 22 + 65535 bytes of the end. */
-static const unsigned char *find_end(const struct recon_zip *z, size_t *eocd)
+/*
+ * The end of central directory record: the last signature within 22 + 65535
+ * bytes of the end (its comment may be that long). Its 22 bytes go to end,
+ * its offset to *eocd.
+ */
+static int find_end(const struct recon_zip *z, unsigned char end[22], uint64_t *eocd,
+		    struct recon_err *err)
 {
-	size_t lo;
+	size_t len = z->fsize > 22 + 65535 ? 22 + 65535 : (size_t)z->fsize;
+	unsigned char *tail;
+	int ret;
 
-	if (z->size < 22)
-		return NULL;
-	lo = z->size > 22 + 65535 ? z->size - 22 - 65535 : 0;
-	for (size_t i = z->size - 22 + 1; i-- > lo;)
-		if (le32(z->data + i) == SIG_END) {
-			*eocd = i;
-			return z->data + i;
+	if (len < 22)
+		return zerr(err, z->path, "no end of central directory (truncated?)");
+	tail = recon_xmalloc(len);
+	if ((ret = read_at(z, tail, len, z->fsize - len, err)) == 0) {
+		size_t i = len - 22 + 1;
+
+		while (i-- > 0 && le32(tail + i) != SIG_END)
+			;
+		if (i == SIZE_MAX) {
+			ret = zerr(err, z->path, "no end of central directory (truncated?)");
+		} else {
+			memcpy(end, tail + i, 22);
+			*eocd = z->fsize - len + i;
 		}
-	return NULL;
+	}
+	free(tail);
+	return ret;
 }
 
 /* The member chosen from the central directory, and what the messages list. */
@@ -248,27 +263,35 @@ static int pick_entry(struct recon_zip *z, struct pick *p, const unsigned char *
  * *limit is where the central directory must end.
  */
 static int central_directory(const struct recon_zip *z, uint64_t *entries, uint64_t *cd_off,
-			     uint64_t *cd_size, size_t *limit, struct recon_err *err)
+			     uint64_t *cd_size, uint64_t *limit, struct recon_err *err)
 {
-	const unsigned char *end, *loc, *rec;
-	size_t eocd = 0;
-	uint64_t at;
+	unsigned char end[22] = {0}, loc[20], rec[56];
+	uint64_t eocd = 0, at;
+	int ret;
 
-	if (!(end = find_end(z, &eocd)))
-		return zerr(err, z->path, "no end of central directory (truncated?)");
+	if ((ret = find_end(z, end, &eocd, err)) < 0)
+		return ret;
 	*entries = le16(end + 10);
 	*cd_size = le32(end + 12);
 	*cd_off = le32(end + 16);
 	*limit = eocd;
-	if (eocd < 20 || le32((loc = end - 20)) != SIG_LOC64)
+	if (eocd < 20)
+		return 0;
+	if ((ret = read_at(z, loc, sizeof(loc), eocd - 20, err)) < 0)
+		return ret;
+	if (le32(loc) != SIG_LOC64)
 		return 0;
 	at = le64(loc + 8);
-	if (at > eocd - 20 || eocd - 20 - at < 56 || le32((rec = z->data + at)) != SIG_END64)
+	if (at > eocd - 20 || eocd - 20 - at < 56)
+		return zerr(err, z->path, "bad ZIP64 end of central directory");
+	if ((ret = read_at(z, rec, sizeof(rec), at, err)) < 0)
+		return ret;
+	if (le32(rec) != SIG_END64)
 		return zerr(err, z->path, "bad ZIP64 end of central directory");
 	*entries = le64(rec + 32);
 	*cd_size = le64(rec + 40);
 	*cd_off = le64(rec + 48);
-	*limit = (size_t)at;
+	*limit = at;
 	return 0;
 }
 
@@ -277,15 +300,20 @@ static int pick_member(struct recon_zip *z, struct pick *p, const char *name_enc
 		       const char *want, const char *exclude, struct recon_err *err)
 {
 	const unsigned char *cd;
-	uint64_t entries = 0, cd_off = 0, cd_size = 0;
-	size_t limit = 0, pos = 0;
+	uint64_t entries = 0, cd_off = 0, cd_size = 0, limit = 0;
+	size_t pos = 0;
 	int ret;
 
 	if ((ret = central_directory(z, &entries, &cd_off, &cd_size, &limit, err)) < 0)
 		return ret;
 	if (cd_off > limit || cd_size > limit - cd_off)
 		return zerr(err, z->path, "central directory out of bounds");
-	cd = z->data + cd_off;
+	if (cd_size > RECON_ZIP_MAX_DIR)
+		return zerr(err, z->path, "central directory of %llu bytes (at most %llu)",
+			    (unsigned long long)cd_size, (unsigned long long)RECON_ZIP_MAX_DIR);
+	cd = z->dir = recon_xmalloc(cd_size ? (size_t)cd_size : 1);
+	if ((ret = read_at(z, z->dir, (size_t)cd_size, cd_off, err)) < 0)
+		return ret;
 	for (uint64_t e = 0; e < entries; e++) {
 		uint32_t flags, nlen, xlen, clen;
 
@@ -339,8 +367,8 @@ static int pick_member(struct recon_zip *z, struct pick *p, const char *name_enc
  */
 static int locate_member(struct recon_zip *z, const struct pick *p, struct recon_err *err)
 {
-	const unsigned char *d = z->data;
-	size_t data;
+	unsigned char h[30];
+	int ret;
 
 	if (z->usize_want > RECON_ZIP_MAX_INFLATED ||
 	    (z->usize_want > RECON_ZIP_RATIO_FLOOR &&
@@ -356,14 +384,17 @@ static int locate_member(struct recon_zip *z, const struct pick *p, struct recon
 	if (z->method != 0 && z->method != 8)
 		return zerr(err, z->path, "member '%s' uses compression method %u", z->shown,
 			    z->method);
-	if (p->off > z->size || z->size - p->off < 30 || le32(d + p->off) != SIG_LOCAL)
+	if (p->off > z->fsize || z->fsize - p->off < 30)
 		return zerr(err, z->path, "bad local header for '%s'", z->shown);
-	data = (size_t)p->off + 30 + le16(d + p->off + 26) + le16(d + p->off + 28);
-	if (data > z->size || z->size - data < p->csize)
+	if ((ret = read_at(z, h, sizeof(h), p->off, err)) < 0)
+		return ret;
+	if (le32(h) != SIG_LOCAL)
+		return zerr(err, z->path, "bad local header for '%s'", z->shown);
+	z->data_at = p->off + 30 + le16(h + 26) + le16(h + 28);
+	if (z->data_at > z->fsize || z->fsize - z->data_at < p->csize)
 		return zerr(err, z->path, "member '%s' is cut short (truncated archive?)",
 			    z->shown);
-	z->in = d + data;
-	z->in_len = p->csize;
+	z->data_end = z->data_at + p->csize;
 	return 0;
 }
 
@@ -373,14 +404,22 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 {
 	struct recon_zip *z = recon_xcalloc(1, sizeof(*z));
 	struct pick p = {0};
+	struct stat st;
 	int ret;
 
 	*out = NULL;
 	recon_buf_init(&p.all);
 	recon_buf_init(&p.matching);
 	z->path = recon_xstrdup(path);
-	if ((ret = read_all(z, fd, hash, err)) < 0 ||
-	    (ret = pick_member(z, &p, name_encoding, want, exclude, err)) < 0 ||
+	z->fd = fd;
+	z->hash = hash;
+	if (fstat(fd, &st) < 0) {
+		ret = recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", path,
+				    strerror(errno));
+		goto out;
+	}
+	z->fsize = (uint64_t)st.st_size;
+	if ((ret = pick_member(z, &p, name_encoding, want, exclude, err)) < 0 ||
 	    (ret = locate_member(z, &p, err)) < 0)
 		goto out;
 	if (z->method == 8) {
@@ -389,8 +428,6 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 			goto out;
 		}
 		z->zs_live = true;
-		z->zs.next_in = (Bytef *)z->in;
-		z->zs.avail_in = (uInt)z->in_len;
 	}
 	z->crc = (uint32_t)crc32(0L, Z_NULL, 0);
 	*out = z;
@@ -412,49 +449,127 @@ uint64_t recon_zip_member_size(const struct recon_zip *z)
 	return z->usize_want;
 }
 
-static long finish(struct recon_zip *z, struct recon_err *err)
+/*
+ * The file is read once, in order, from its first byte: the next chunk into
+ * z->chunk, through the hash. Returns its length (0 at the end of the file)
+ * or < 0; it starts at z->fpos minus that.
+ */
+static ssize_t next_chunk(struct recon_zip *z, struct recon_err *err)
 {
-	if (!z->ended) {
-		z->ended = true;
-		if (z->usize != z->usize_want || z->crc != z->crc_want)
-			return zerr(err, z->path, "member '%s' fails its CRC-32/size check",
+	ssize_t n;
+
+	if (!z->chunk)
+		z->chunk = recon_xmalloc(ZIP_CHUNK);
+	do
+		n = pread(z->fd, z->chunk, ZIP_CHUNK, (off_t)z->fpos);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
+				     strerror(errno));
+	if (z->hash)
+		recon_sha256_update(z->hash, z->chunk, (size_t)n);
+	z->fpos += (uint64_t)n;
+	return n;
+}
+
+/* The member's next compressed bytes into z->in: 0 with z->in_len > 0, or < 0. */
+static int next_in(struct recon_zip *z, struct recon_err *err)
+{
+	while (!z->in_len) {
+		ssize_t n = next_chunk(z, err);
+		uint64_t at = z->fpos - (uint64_t)(n > 0 ? n : 0), lo, hi;
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return zerr(err, z->path, "member '%s' is cut short (the file shrank?)",
 				    z->shown);
+		lo = at > z->data_at ? at : z->data_at;
+		hi = z->fpos < z->data_end ? z->fpos : z->data_end;
+		if (lo < hi) {
+			z->in = z->chunk + (lo - at);
+			z->in_len = (size_t)(hi - lo);
+		}
 	}
 	return 0;
 }
 
-long recon_zip_read(struct recon_zip *z, void *buf, size_t n, struct recon_err *err)
+/* At the member's end: the rest of the file through the hash, then the CRC-32 and size. */
+static long finish(struct recon_zip *z, struct recon_err *err)
+{
+	ssize_t n;
+
+	if (z->ended)
+		return 0;
+	z->ended = true;
+	while (z->hash && (n = next_chunk(z, err)) != 0)
+		if (n < 0)
+			return (long)n;
+	if (z->usize != z->usize_want || z->crc != z->crc_want)
+		return zerr(err, z->path, "member '%s' fails its CRC-32/size check", z->shown);
+	return 0;
+}
+
+/* Stored: the member's bytes as they are, at most n. */
+static long read_stored(struct recon_zip *z, unsigned char *buf, size_t n, struct recon_err *err)
+{
+	int ret;
+
+	if (!z->in_len && z->fpos < z->data_end && (ret = next_in(z, err)) < 0)
+		return ret;
+	if (n > z->in_len)
+		n = z->in_len;
+	memcpy(buf, z->in, n);
+	z->in += n;
+	z->in_len -= n;
+	return (long)n;
+}
+
+/* Deflated: inflates into buf until something comes out or the stream ends. */
+static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, struct recon_err *err)
 {
 	size_t got;
+	int zr, ret;
+
+	do {
+		if (!z->in_len && z->fpos < z->data_end && (ret = next_in(z, err)) < 0)
+			return ret;
+		z->zs.next_in = (Bytef *)z->in;
+		z->zs.avail_in = (uInt)z->in_len;
+		z->zs.next_out = buf;
+		z->zs.avail_out = (uInt)n;
+		zr = inflate(&z->zs, Z_NO_FLUSH);
+		got = n - z->zs.avail_out;
+		z->in += z->in_len - z->zs.avail_in;
+		z->in_len = z->zs.avail_in;
+		if (zr == Z_BUF_ERROR && !got && !z->in_len && z->fpos >= z->data_end)
+			return zerr(err, z->path, "member '%s': compressed data cut short",
+				    z->shown);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+			return zerr(err, z->path, "member '%s': %s", z->shown,
+				    z->zs.msg ? z->zs.msg : "inflate failed");
+	} while (zr != Z_STREAM_END && !got);
+	return (long)got;
+}
+
+long recon_zip_read(struct recon_zip *z, void *buf, size_t n, struct recon_err *err)
+{
+	long got;
 
 	if (z->ended || !n)
 		return 0;
 	if (n > (1u << 30))
 		n = 1u << 30;
-	if (z->method == 0) {
-		got = z->in_len - z->in_pos < n ? z->in_len - z->in_pos : n;
-		memcpy(buf, z->in + z->in_pos, got);
-		z->in_pos += got;
-	} else {
-		int zr;
-		do {
-			z->zs.next_out = buf;
-			z->zs.avail_out = (uInt)n;
-			zr = inflate(&z->zs, Z_NO_FLUSH);
-			got = n - z->zs.avail_out;
-		} while (zr == Z_OK && !got);
-		if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && got))
-			return zerr(err, z->path, "member '%s': %s", z->shown,
-				    zr == Z_BUF_ERROR ? "compressed data cut short"
-						      : (z->zs.msg ? z->zs.msg : "inflate failed"));
-	}
+	got = z->method == 0 ? read_stored(z, buf, n, err) : read_deflated(z, buf, n, err);
+	if (got < 0)
+		return got;
 	if (got) {
 		z->crc = (uint32_t)crc32(z->crc, buf, (uInt)got);
-		z->usize += got;
+		z->usize += (uint64_t)got;
 		if (z->usize > z->usize_want)
 			return zerr(err, z->path, "member '%s' inflates past its stated size",
 				    z->shown);
-		return (long)got;
+		return got;
 	}
 	return finish(z, err);
 }
@@ -465,7 +580,8 @@ void recon_zip_close(struct recon_zip *z)
 		return;
 	if (z->zs_live)
 		inflateEnd(&z->zs);
-	free(z->data);
+	free(z->dir);
+	free(z->chunk);
 	free(z->member);
 	free(z->path);
 	free(z);

@@ -1668,12 +1668,10 @@ static int detect_packing(struct csv_source *s, struct recon_err *err)
 			    err, RECON_EINPUT, s->path,
 			    "a .zip cannot be read from a pipe (its directory is at "
 			    "its end): give its path, or unzip it into the pipe");
-		ret =
-		    recon_zip_open(&s->zip, s->fd, s->path, s->side->csv.encoding,
-				   s->side->csv.zip_entry, s->side->csv.zip_exclude, &s->sha, err);
-		if (ret == 0)
-			s->sha_done = true;
-		return ret;
+		/* hashed as stored, as it streams by (sha_done at the end) */
+		return recon_zip_open(&s->zip, s->fd, s->path, s->side->csv.encoding,
+				      s->side->csv.zip_entry, s->side->csv.zip_exclude, &s->sha,
+				      err);
 	}
 	if (n > 0 && recon_zip_gz_magic(head, (size_t)n)) {
 		/* hashed as stored, as it streams by (sha_done at the end) */

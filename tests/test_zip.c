@@ -28,6 +28,7 @@
 #include "recon_buf.h"
 #include "recon_err.h"
 #include "recon_mem.h"
+#include "recon_sha256.h"
 #include "recon_zip.h"
 
 struct member {
@@ -486,6 +487,61 @@ static void test_zip_zip64_damaged(void **state)
 	}
 }
 
+/*
+ * The archive streams through in chunks: a member spanning several of them,
+ * between others, inflates to its bytes, and the hash is of the whole file
+ * (the bytes before the member, the member, and the directory after it).
+ */
+static void test_zip_streams_and_hashes_whole_file(void **state)
+{
+	const size_t big = (size_t)5 << 20;
+	unsigned char *body = malloc(big), *out = malloc(big + 16);
+	struct recon_sha256 sha;
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	struct recon_buf b;
+	char got[65], want[65];
+	uint32_t x = 2463534242u;
+
+	(void)state;
+	assert_non_null(body);
+	assert_non_null(out);
+	for (size_t i = 0; i < big; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5; /* xorshift: barely compressible */
+		body[i] = (unsigned char)(i % 61 == 60 ? '\n' : 'a' + x % 16);
+	}
+	for (int deflated = 0; deflated < 2; deflated++) {
+		const struct member m[] = {{"a.txt", body, (size_t)3 << 20, 0, 0},
+					   {"bill.csv", body, big, deflated, 0},
+					   {"z.txt", body + 7, (size_t)2 << 20, 1, 0}};
+		static const size_t sizes[] = {1, 4093, 65536, 1 << 20, 3};
+		size_t total = 0, k = 0;
+		long n;
+		int fd;
+
+		recon_buf_init(&b);
+		zip_build(&b, m, 3, deflated ? ZIP64 : CLASSIC);
+		recon_sha256_hex(b.s, b.len, want);
+		fd = file_of(&b);
+		recon_sha256_init(&sha);
+		recon_err_init(&err);
+		assert_int_equal(recon_zip_open(&z, fd, "t.zip", NULL, "bill", NULL, &sha, &err),
+				 0);
+		while ((n = recon_zip_read(z, out + total, sizes[k++ % 5], &err)) > 0)
+			total += (size_t)n;
+		assert_int_equal(n, 0);
+		assert_int_equal(total, big);
+		assert_memory_equal(out, body, big);
+		recon_sha256_final_hex(&sha, got);
+		assert_string_equal(got, want);
+		recon_zip_close(z);
+		close(fd);
+		recon_buf_release(&b);
+	}
+	free(body);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +551,7 @@ int main(void)
 	    cmocka_unit_test(test_zip_zip64_reads),
 	    cmocka_unit_test(test_zip_zip64_caps),
 	    cmocka_unit_test(test_zip_zip64_damaged),
+	    cmocka_unit_test(test_zip_streams_and_hashes_whole_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,7 @@
  * raw control character (member names are escaped, so a crafted name cannot
  * fake a log line); a member never inflates past the caps the reader promises
  * (RECON_ZIP_MAX_INFLATED), and a read that ends cleanly has passed the
- * CRC-32 and size check; the provenance hash is of the file as stored (a zip
- * once opened, a .gz read to its end).
+ * CRC-32 and size check, and the provenance hash is of the file as stored.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -133,8 +132,8 @@ static void one(const char *enc, const char *want, const char *exclude)
 	}
 	if (!z || !recon_zip_member(z))
 		abort();
-	check_hash(&sha, "zip: the hash is not of the archive as stored");
-	(void)drain(zip_rd, z, RECON_ZIP_MAX_INFLATED, 1);
+	if (drain(zip_rd, z, RECON_ZIP_MAX_INFLATED, 1) == 0)
+		check_hash(&sha, "zip: the hash is not of the archive as stored");
 	recon_zip_close(z);
 	close(fd);
 }
