@@ -282,12 +282,16 @@ static int central_directory(const struct recon_zip *z, uint64_t *entries, uint6
 	if (le32(loc) != SIG_LOC64)
 		return 0;
 	at = le64(loc + 8);
-	if (at > eocd - 20 || eocd - 20 - at < 56)
-		return zerr(err, z->path, "bad ZIP64 end of central directory");
-	if ((ret = read_at(z, rec, sizeof(rec), at, err)) < 0)
+	if (at <= eocd - 20 && eocd - 20 - at >= 56 &&
+	    (ret = read_at(z, rec, sizeof(rec), at, err)) < 0)
 		return ret;
-	if (le32(rec) != SIG_END64)
-		return zerr(err, z->path, "bad ZIP64 end of central directory");
+	if (at > eocd - 20 || eocd - 20 - at < 56 || le32(rec) != SIG_END64) {
+		/* a classic directory whose last bytes only look like a locator is read as
+		   such (as other readers do); one that needs the ZIP64 record is damaged */
+		if (*entries == 0xFFFF || *cd_size == 0xFFFFFFFFu || *cd_off == 0xFFFFFFFFu)
+			return zerr(err, z->path, "bad ZIP64 end of central directory");
+		return 0;
+	}
 	*entries = le64(rec + 32);
 	*cd_size = le64(rec + 40);
 	*cd_off = le64(rec + 48);
@@ -449,27 +453,44 @@ uint64_t recon_zip_member_size(const struct recon_zip *z)
 	return z->usize_want;
 }
 
+/* The file changed size since it was opened: its hash would not be of the archive read. */
+static int changed(const struct recon_zip *z, struct recon_err *err)
+{
+	return zerr(err, z->path, "the file changed while it was read (%llu bytes when opened)",
+		    (unsigned long long)z->fsize);
+}
+
 /*
- * The file is read once, in order, from its first byte: the next chunk into
- * z->chunk, through the hash. Returns its length (0 at the end of the file)
- * or < 0; it starts at z->fpos minus that.
+ * The file is read once, in order, from its first byte to the size it had
+ * when opened: the next chunk into z->chunk, through the hash. Returns its
+ * length (0 at the end) or < 0; it starts at z->fpos minus that. A file that
+ * has shrunk or grown since it was opened is an error.
  */
 static ssize_t next_chunk(struct recon_zip *z, struct recon_err *err)
 {
+	size_t want = z->fsize - z->fpos < ZIP_CHUNK ? (size_t)(z->fsize - z->fpos) : ZIP_CHUNK;
 	ssize_t n;
 
 	if (!z->chunk)
 		z->chunk = recon_xmalloc(ZIP_CHUNK);
-	do
-		n = pread(z->fd, z->chunk, ZIP_CHUNK, (off_t)z->fpos);
+	do /* at the end, one byte more: there must be none */
+		n = pread(z->fd, z->chunk, want ? want : 1, (off_t)z->fpos);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
 				     strerror(errno));
+	if ((n == 0) != (want == 0))
+		return changed(z, err);
 	if (z->hash)
 		recon_sha256_update(z->hash, z->chunk, (size_t)n);
 	z->fpos += (uint64_t)n;
 	return n;
+}
+
+/* Whether the member has compressed bytes not yet read from the file. */
+static bool member_left(const struct recon_zip *z)
+{
+	return z->data_at < z->data_end && z->fpos < z->data_end;
 }
 
 /* The member's next compressed bytes into z->in: 0 with z->in_len > 0, or < 0. */
@@ -481,9 +502,8 @@ static int next_in(struct recon_zip *z, struct recon_err *err)
 
 		if (n < 0)
 			return (int)n;
-		if (n == 0)
-			return zerr(err, z->path, "member '%s' is cut short (the file shrank?)",
-				    z->shown);
+		if (n == 0) /* data_end <= fsize was checked at open */
+			return changed(z, err);
 		lo = at > z->data_at ? at : z->data_at;
 		hi = z->fpos < z->data_end ? z->fpos : z->data_end;
 		if (lo < hi) {
@@ -494,19 +514,23 @@ static int next_in(struct recon_zip *z, struct recon_err *err)
 	return 0;
 }
 
-/* At the member's end: the rest of the file through the hash, then the CRC-32 and size. */
+/*
+ * At the member's end: the rest of the file through the hash, then the
+ * CRC-32 and size. Only a success ends the member: after an error, a read
+ * fails again (it never returns 0 with the hash short or the CRC unchecked).
+ */
 static long finish(struct recon_zip *z, struct recon_err *err)
 {
 	ssize_t n;
 
 	if (z->ended)
 		return 0;
-	z->ended = true;
 	while (z->hash && (n = next_chunk(z, err)) != 0)
 		if (n < 0)
 			return (long)n;
 	if (z->usize != z->usize_want || z->crc != z->crc_want)
 		return zerr(err, z->path, "member '%s' fails its CRC-32/size check", z->shown);
+	z->ended = true;
 	return 0;
 }
 
@@ -515,10 +539,12 @@ static long read_stored(struct recon_zip *z, unsigned char *buf, size_t n, struc
 {
 	int ret;
 
-	if (!z->in_len && z->fpos < z->data_end && (ret = next_in(z, err)) < 0)
+	if (!z->in_len && member_left(z) && (ret = next_in(z, err)) < 0)
 		return ret;
 	if (n > z->in_len)
 		n = z->in_len;
+	if (!n)
+		return 0; /* the member's end (z->in may be NULL: an empty member) */
 	memcpy(buf, z->in, n);
 	z->in += n;
 	z->in_len -= n;
@@ -532,7 +558,7 @@ static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, str
 	int zr, ret;
 
 	do {
-		if (!z->in_len && z->fpos < z->data_end && (ret = next_in(z, err)) < 0)
+		if (!z->in_len && member_left(z) && (ret = next_in(z, err)) < 0)
 			return ret;
 		z->zs.next_in = (Bytef *)z->in;
 		z->zs.avail_in = (uInt)z->in_len;
@@ -542,7 +568,7 @@ static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, str
 		got = n - z->zs.avail_out;
 		z->in += z->in_len - z->zs.avail_in;
 		z->in_len = z->zs.avail_in;
-		if (zr == Z_BUF_ERROR && !got && !z->in_len && z->fpos >= z->data_end)
+		if (zr == Z_BUF_ERROR && !got && !z->in_len && !member_left(z))
 			return zerr(err, z->path, "member '%s': compressed data cut short",
 				    z->shown);
 		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)

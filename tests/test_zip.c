@@ -403,6 +403,9 @@ static void test_zip_zip64_caps(void **state)
 	assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), 4);
 	assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), RECON_EINPUT);
 	assert_non_null(strstr(err.msg, "fails its CRC-32/size check"));
+	/* asked again, it fails again: never an end after a failed check */
+	recon_err_init(&err);
+	assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), RECON_EINPUT);
 	recon_zip_close(z);
 	close(fd);
 }
@@ -542,6 +545,100 @@ static void test_zip_streams_and_hashes_whole_file(void **state)
 	free(out);
 }
 
+/* Empty members (Info-ZIP stores a 0-byte file with no compressed bytes) end at once. */
+static void test_zip_empty_members(void **state)
+{
+	const struct member m[] = {{"empty.csv", "", 0, 0, 0},
+				   {"empty-deflated.csv", "", 0, 1, 0},
+				   {"last.csv", "x", 1, 0, 0}};
+	static const char *const want[] = {"empty.csv", "empty-deflated.csv"};
+	struct recon_sha256 sha;
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	struct recon_buf b;
+	char buf[8], got[65], hex[65];
+
+	(void)state;
+	for (int how = 0; how < 2; how++) {
+		int fd;
+
+		recon_buf_init(&b);
+		zip_build(&b, m, 3, how ? ZIP64 : CLASSIC);
+		recon_sha256_hex(b.s, b.len, hex);
+		fd = file_of(&b);
+		for (size_t w = 0; w < 2; w++) {
+			recon_sha256_init(&sha);
+			recon_err_init(&err);
+			assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+			assert_int_equal(
+			    recon_zip_open(&z, fd, "t.zip", NULL, want[w], NULL, &sha, &err), 0);
+			assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), 0);
+			recon_sha256_final_hex(&sha, got);
+			assert_string_equal(got, hex);
+			recon_zip_close(z);
+		}
+		close(fd);
+		recon_buf_release(&b);
+	}
+}
+
+/* A file that shrinks or grows between open and the end of the read is refused. */
+static void test_zip_file_changes_while_read(void **state)
+{
+	const size_t big = (size_t)3 << 20;
+	char *body = malloc(big), *buf = malloc(big + 64);
+	const struct member m[] = {{"bill.csv", body, big, 0, 0}};
+	struct recon_sha256 sha;
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	struct recon_buf b;
+	long n = 0;
+
+	(void)state;
+	assert_non_null(body);
+	assert_non_null(buf);
+	memset(body, 'a', big);
+	recon_buf_init(&b);
+	zip_build(&b, m, 1, CLASSIC);
+	for (int c = 0; c < 3; c++) {
+		/* cut into the directory, cut into the member, grown */
+		static const long delta[] = {-10, -(1L << 20), 4096};
+		int fd = file_of(&b);
+		size_t got = 0;
+
+		recon_sha256_init(&sha);
+		recon_err_init(&err);
+		assert_int_equal(recon_zip_open(&z, fd, "t.zip", NULL, NULL, NULL, &sha, &err), 0);
+		assert_int_equal(ftruncate(fd, (off_t)((long)b.len + delta[c])), 0);
+		while ((n = recon_zip_read(z, buf + got, big + 64 - got, &err)) > 0)
+			got += (size_t)n;
+		assert_int_equal(n, RECON_EINPUT);
+		assert_non_null(strstr(err.msg, "the file changed while it was read"));
+		recon_zip_close(z);
+		close(fd);
+	}
+	recon_buf_release(&b);
+	free(body);
+	free(buf);
+}
+
+/* A classic archive whose directory happens to end in locator-like bytes is read as classic. */
+static void test_zip_fake_locator(void **state)
+{
+	const struct member m[] = {{"bill.csv", "id\n", 3, 0, 0},
+				   {"notes-PK\x06\x07" "abcdefghijklmnop", "n", 1, 0, 0}};
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	char buf[8];
+	int fd = zip_file(m, 2);
+
+	(void)state;
+	assert_int_equal(open_fd(&z, fd, "bill", &err), 0);
+	assert_int_equal(read_member(z, buf, sizeof(buf)), 3);
+	recon_zip_close(z);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +649,9 @@ int main(void)
 	    cmocka_unit_test(test_zip_zip64_caps),
 	    cmocka_unit_test(test_zip_zip64_damaged),
 	    cmocka_unit_test(test_zip_streams_and_hashes_whole_file),
+	    cmocka_unit_test(test_zip_empty_members),
+	    cmocka_unit_test(test_zip_file_changes_while_read),
+	    cmocka_unit_test(test_zip_fake_locator),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
