@@ -626,7 +626,9 @@ static void test_zip_file_changes_while_read(void **state)
 static void test_zip_fake_locator(void **state)
 {
 	const struct member m[] = {{"bill.csv", "id\n", 3, 0, 0},
-				   {"notes-PK\x06\x07" "abcdefghijklmnop", "n", 1, 0, 0}};
+				   {"notes-PK\x06\x07"
+				    "abcdefghijklmnop",
+				    "n", 1, 0, 0}};
 	struct recon_zip *z = NULL;
 	struct recon_err err;
 	char buf[8];
