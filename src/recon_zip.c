@@ -433,6 +433,7 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 		}
 		z->zs_live = true;
 	}
+	z->in = (const unsigned char *)""; /* no bytes yet (never NULL: it is moved by 0) */
 	z->crc = (uint32_t)crc32(0L, Z_NULL, 0);
 	*out = z;
 	z = NULL;
@@ -543,8 +544,6 @@ static long read_stored(struct recon_zip *z, unsigned char *buf, size_t n, struc
 		return ret;
 	if (n > z->in_len)
 		n = z->in_len;
-	if (!n)
-		return 0; /* the member's end (z->in may be NULL: an empty member) */
 	memcpy(buf, z->in, n);
 	z->in += n;
 	z->in_len -= n;
