@@ -644,11 +644,24 @@ static void test_zip_fake_locator(void **state)
 	char buf[8];
 	int fd = zip_file(m, 2);
 
+	struct recon_buf b;
+
 	(void)state;
 	assert_int_equal(open_fd(&z, fd, "bill", &err), 0);
 	assert_int_equal(read_member(z, buf, sizeof(buf)), 3);
 	recon_zip_close(z);
 	close(fd);
+	/* ... and one whose locator-like bytes point inside the file, at a local header */
+	recon_buf_init(&b);
+	zip_build(&b, m, 2, CLASSIC);
+	assert_memory_equal(b.s + b.len - 22 - 20, "PK\x06\x07", 4);
+	memset(b.s + b.len - 22 - 16, 0, 12); /* disk 0, record at offset 0 */
+	fd = file_of(&b);
+	assert_int_equal(open_fd(&z, fd, "bill", &err), 0);
+	assert_int_equal(read_member(z, buf, sizeof(buf)), 3);
+	recon_zip_close(z);
+	close(fd);
+	recon_buf_release(&b);
 }
 
 int main(void)
