@@ -114,7 +114,17 @@ static char *member_name(const unsigned char *p, size_t n, bool utf8, const char
 	return recon_buf_detach(&b);
 }
 
-/* n bytes of the file at `at` into buf; a short file is a damaged archive. */
+/* The file changed size since it was opened: its hash would not be of the archive read. */
+static int changed(const struct recon_zip *z, struct recon_err *err)
+{
+	return zerr(err, z->path, "the file changed while it was read (%llu bytes when opened)",
+		    (unsigned long long)z->fsize);
+}
+
+/*
+ * n bytes of the file at `at` into buf. Every range read lies within the size
+ * the file had when opened: an end before it is a file that has shrunk since.
+ */
 static int read_at(const struct recon_zip *z, void *buf, size_t n, uint64_t at,
 		   struct recon_err *err)
 {
@@ -129,8 +139,7 @@ static int read_at(const struct recon_zip *z, void *buf, size_t n, uint64_t at,
 			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
 					     strerror(errno));
 		if (r == 0)
-			return zerr(err, z->path, "the file ends at %llu bytes, before %llu",
-				    (unsigned long long)(at + got), (unsigned long long)(at + n));
+			return changed(z, err);
 		got += (size_t)r;
 	}
 	return 0;
@@ -267,6 +276,7 @@ static int central_directory(const struct recon_zip *z, uint64_t *entries, uint6
 {
 	unsigned char end[22] = {0}, loc[20], rec[56];
 	uint64_t eocd = 0, at;
+	bool fits; /* the ZIP64 record the locator points at lies before the locator */
 	int ret;
 
 	if ((ret = find_end(z, end, &eocd, err)) < 0)
@@ -282,10 +292,10 @@ static int central_directory(const struct recon_zip *z, uint64_t *entries, uint6
 	if (le32(loc) != SIG_LOC64)
 		return 0;
 	at = le64(loc + 8);
-	if (at <= eocd - 20 && eocd - 20 - at >= 56 &&
-	    (ret = read_at(z, rec, sizeof(rec), at, err)) < 0)
+	fits = at <= eocd - 20 && eocd - 20 - at >= sizeof(rec);
+	if (fits && (ret = read_at(z, rec, sizeof(rec), at, err)) < 0)
 		return ret;
-	if (at > eocd - 20 || eocd - 20 - at < 56 || le32(rec) != SIG_END64) {
+	if (!fits || le32(rec) != SIG_END64) {
 		/* a classic directory whose last bytes only look like a locator is read as
 		   such (as other readers do); one that needs the ZIP64 record is damaged */
 		if (*entries == 0xFFFF || *cd_size == 0xFFFFFFFFu || *cd_off == 0xFFFFFFFFu)
@@ -454,13 +464,6 @@ uint64_t recon_zip_member_size(const struct recon_zip *z)
 	return z->usize_want;
 }
 
-/* The file changed size since it was opened: its hash would not be of the archive read. */
-static int changed(const struct recon_zip *z, struct recon_err *err)
-{
-	return zerr(err, z->path, "the file changed while it was read (%llu bytes when opened)",
-		    (unsigned long long)z->fsize);
-}
-
 /*
  * The file is read once, in order, from its first byte to the size it had
  * when opened: the next chunk into z->chunk, through the hash. Returns its
@@ -469,23 +472,24 @@ static int changed(const struct recon_zip *z, struct recon_err *err)
  */
 static ssize_t next_chunk(struct recon_zip *z, struct recon_err *err)
 {
-	size_t want = z->fsize - z->fpos < ZIP_CHUNK ? (size_t)(z->fsize - z->fpos) : ZIP_CHUNK;
-	ssize_t n;
+	const size_t n = z->fsize - z->fpos < ZIP_CHUNK ? (size_t)(z->fsize - z->fpos) : ZIP_CHUNK;
+	struct stat st;
+	int ret;
 
+	if (!n) { /* the end: the file must not have grown */
+		if (fstat(z->fd, &st) < 0)
+			return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
+					     strerror(errno));
+		return (uint64_t)st.st_size != z->fsize ? changed(z, err) : 0;
+	}
 	if (!z->chunk)
 		z->chunk = recon_xmalloc(ZIP_CHUNK);
-	do /* at the end, one byte more: there must be none */
-		n = pread(z->fd, z->chunk, want ? want : 1, (off_t)z->fpos);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return recon_err_set(err, RECON_EIO, NULL, "cannot read '%s': %s", z->path,
-				     strerror(errno));
-	if ((n == 0) != (want == 0))
-		return changed(z, err);
+	if ((ret = read_at(z, z->chunk, n, z->fpos, err)) < 0)
+		return ret;
 	if (z->hash)
-		recon_sha256_update(z->hash, z->chunk, (size_t)n);
-	z->fpos += (uint64_t)n;
-	return n;
+		recon_sha256_update(z->hash, z->chunk, n);
+	z->fpos += n;
+	return (ssize_t)n;
 }
 
 /* Whether the member has compressed bytes not yet read from the file. */
@@ -494,17 +498,21 @@ static bool member_left(const struct recon_zip *z)
 	return z->data_at < z->data_end && z->fpos < z->data_end;
 }
 
-/* The member's next compressed bytes into z->in: 0 with z->in_len > 0, or < 0. */
+/*
+ * When z->in is used up and the member has bytes left in the file, its next
+ * ones into z->in. 0 or < 0.
+ */
 static int next_in(struct recon_zip *z, struct recon_err *err)
 {
-	while (!z->in_len) {
+	while (!z->in_len && member_left(z)) {
 		ssize_t n = next_chunk(z, err);
-		uint64_t at = z->fpos - (uint64_t)(n > 0 ? n : 0), lo, hi;
+		uint64_t at, lo, hi;
 
 		if (n < 0)
 			return (int)n;
-		if (n == 0) /* data_end <= fsize was checked at open */
+		if (n == 0) /* not while member_left(): data_end <= fsize was checked at open */
 			return changed(z, err);
+		at = z->fpos - (uint64_t)n; /* where the chunk starts in the file */
 		lo = at > z->data_at ? at : z->data_at;
 		hi = z->fpos < z->data_end ? z->fpos : z->data_end;
 		if (lo < hi) {
@@ -540,7 +548,7 @@ static long read_stored(struct recon_zip *z, unsigned char *buf, size_t n, struc
 {
 	int ret;
 
-	if (!z->in_len && member_left(z) && (ret = next_in(z, err)) < 0)
+	if ((ret = next_in(z, err)) < 0)
 		return ret;
 	if (n > z->in_len)
 		n = z->in_len;
@@ -557,7 +565,7 @@ static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, str
 	int zr, ret;
 
 	do {
-		if (!z->in_len && member_left(z) && (ret = next_in(z, err)) < 0)
+		if ((ret = next_in(z, err)) < 0)
 			return ret;
 		z->zs.next_in = (Bytef *)z->in;
 		z->zs.avail_in = (uInt)z->in_len;
