@@ -70,7 +70,7 @@ void recon_zip_close(struct recon_zip *z); /* NULL-safe */
  * archives keep them), inflated as a stream from fd (not closed; `path`
  * names it in messages); every compressed byte goes to `hash` (may be NULL),
  * so the provenance hash is of the file as stored. Concatenated members are
- * read one after the other; zlib checks each member's CRC-32 and size.
+ * read one after the other, each member's CRC-32 and size checked.
  */
 struct recon_gz;
 /* True when the first bytes are a gzip header (1f 8b). */

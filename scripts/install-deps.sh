@@ -8,7 +8,7 @@
 set -eu
 
 pkgs="build-essential cmake pkg-config tzdata sqlite3 libsqlite3-dev libcsv-dev libjansson-dev \
-libpq-dev default-libmysqlclient-dev libcmocka-dev zlib1g-dev libssl-dev"
+libpq-dev default-libmysqlclient-dev libcmocka-dev zlib1g-dev libisal-dev libssl-dev"
 if [ "${1:-}" = "--test" ]; then
 	pkgs="$pkgs postgresql mariadb-server mariadb-client prometheus prometheus-node-exporter curl \
 systemd groff-base man-db clang clang-format libclang-rt-14-dev iproute2 procps jq python3 chromium \

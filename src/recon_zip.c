@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <zlib.h>
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 
 #include "recon_buf.h"
 #include "recon_mem.h"
@@ -42,8 +43,7 @@ struct recon_zip {
 	unsigned method; /* 0 stored, 8 deflated */
 	uint32_t crc_want, crc;
 	uint64_t usize_want, usize;
-	z_stream zs;
-	bool zs_live;
+	struct inflate_state *inf; /* deflated: ISA-L's inflater (raw deflate) */
 	bool ended;
 };
 
@@ -65,6 +65,43 @@ static uint32_t le32(const unsigned char *p)
 static uint64_t le64(const unsigned char *p)
 {
 	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/*
+ * Inflating is ISA-L's (igzip), not zlib's: on a 2.6 GB WeChat bill it
+ * inflates and checks the CRC-32 3.6x as fast (1.1 s against 4.1 s), and a
+ * compressed statement's inflating was the long pole of its run.
+ */
+static struct inflate_state *inflater_new(int crc_flag)
+{
+	struct inflate_state *s = recon_xmalloc(sizeof(*s));
+
+	isal_inflate_init(s);
+	s->crc_flag = (uint32_t)crc_flag;
+	return s;
+}
+
+/* What isal_inflate()'s failure code means, for messages. */
+static const char *inflate_failure(int rc)
+{
+	switch (rc) {
+	case ISAL_INVALID_BLOCK:
+		return "invalid deflate block";
+	case ISAL_INVALID_SYMBOL:
+		return "invalid code in the compressed data";
+	case ISAL_INVALID_LOOKBACK:
+		return "invalid distance too far back";
+	case ISAL_INVALID_WRAPPER:
+		return "not a gzip header";
+	case ISAL_UNSUPPORTED_METHOD:
+		return "unknown compression method";
+	case ISAL_INCORRECT_CHECKSUM:
+		return "incorrect CRC-32 or header check";
+	case ISAL_NEED_DICT:
+		return "a preset dictionary is needed";
+	default:
+		return "inflate failed";
+	}
 }
 
 static int zerr(struct recon_err *err, const char *path, const char *fmt, ...) RECON_PRINTF(3, 4);
@@ -436,15 +473,10 @@ int recon_zip_open(struct recon_zip **out, int fd, const char *path, const char 
 	if ((ret = pick_member(z, &p, name_encoding, want, exclude, err)) < 0 ||
 	    (ret = locate_member(z, &p, err)) < 0)
 		goto out;
-	if (z->method == 8) {
-		if (inflateInit2(&z->zs, -MAX_WBITS) != Z_OK) {
-			ret = recon_err_set(err, RECON_EINTERNAL, path, "cannot start inflate");
-			goto out;
-		}
-		z->zs_live = true;
-	}
+	if (z->method == 8)
+		z->inf = inflater_new(ISAL_DEFLATE); /* the CRC-32 is recon_zip_read()'s */
 	z->in = (const unsigned char *)""; /* no bytes yet (never NULL: it is moved by 0) */
-	z->crc = (uint32_t)crc32(0L, Z_NULL, 0);
+	z->crc = 0;
 	*out = z;
 	z = NULL;
 out:
@@ -561,27 +593,35 @@ static long read_stored(struct recon_zip *z, unsigned char *buf, size_t n, struc
 /* Deflated: inflates into buf until something comes out or the stream ends. */
 static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, struct recon_err *err)
 {
-	size_t got;
-	int zr, ret;
+	struct inflate_state *s = z->inf;
+	size_t got, used;
+	int rc, ret;
 
 	do {
+		if (s->block_state == ISAL_BLOCK_FINISH)
+			return 0;
 		if ((ret = next_in(z, err)) < 0)
 			return ret;
-		z->zs.next_in = (Bytef *)z->in;
-		z->zs.avail_in = (uInt)z->in_len;
-		z->zs.next_out = buf;
-		z->zs.avail_out = (uInt)n;
-		zr = inflate(&z->zs, Z_NO_FLUSH);
-		got = n - z->zs.avail_out;
-		z->in += z->in_len - z->zs.avail_in;
-		z->in_len = z->zs.avail_in;
-		if (zr == Z_BUF_ERROR && !got && !z->in_len && !member_left(z))
+		s->next_in = (uint8_t *)(uintptr_t)z->in; /* read, never written */
+		s->avail_in = (uint32_t)z->in_len;
+		s->next_out = buf;
+		s->avail_out = (uint32_t)n;
+		rc = isal_inflate(s);
+		got = n - s->avail_out;
+		used = z->in_len - s->avail_in;
+		z->in += used;
+		z->in_len = s->avail_in;
+		if (rc != ISAL_DECOMP_OK)
+			return zerr(err, z->path, "member '%s': %s", z->shown, inflate_failure(rc));
+		if (got || s->block_state == ISAL_BLOCK_FINISH)
+			break;
+		if (!z->in_len && !member_left(z))
 			return zerr(err, z->path, "member '%s': compressed data cut short",
 				    z->shown);
-		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+		if (z->in_len && !used) /* input and room, and nothing done: never loop */
 			return zerr(err, z->path, "member '%s': %s", z->shown,
-				    z->zs.msg ? z->zs.msg : "inflate failed");
-	} while (zr != Z_STREAM_END && !got);
+				    inflate_failure(ISAL_INVALID_BLOCK));
+	} while (1);
 	return (long)got;
 }
 
@@ -597,7 +637,7 @@ long recon_zip_read(struct recon_zip *z, void *buf, size_t n, struct recon_err *
 	if (got < 0)
 		return got;
 	if (got) {
-		z->crc = (uint32_t)crc32(z->crc, buf, (uInt)got);
+		z->crc = crc32_gzip_refl(z->crc, buf, (uint64_t)got);
 		z->usize += (uint64_t)got;
 		if (z->usize > z->usize_want)
 			return zerr(err, z->path, "member '%s' inflates past its stated size",
@@ -611,8 +651,7 @@ void recon_zip_close(struct recon_zip *z)
 {
 	if (!z)
 		return;
-	if (z->zs_live)
-		inflateEnd(&z->zs);
+	free(z->inf);
 	free(z->dir);
 	free(z->chunk);
 	free(z->member);
@@ -628,7 +667,8 @@ struct recon_gz {
 	int fd; /* borrowed */
 	char *path;
 	struct recon_sha256 *hash;
-	z_stream zs;
+	struct inflate_state
+	    *inf; /* a gzip member: header, deflate data, CRC-32 and size checked */
 	unsigned char in[GZ_IN];
 	bool in_eof;
 	bool ended;
@@ -656,25 +696,21 @@ int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path, struct re
 	g->fd = fd;
 	g->path = recon_xstrdup(path);
 	g->hash = hash;
-	/* 15 + 32: a zlib or gzip header, detected */
-	if (inflateInit2(&g->zs, 15 + 32) != Z_OK) {
-		free(g->path);
-		free(g);
-		return recon_err_set(err, RECON_EINTERNAL, path, "cannot start inflating");
-	}
+	(void)err;
+	g->inf = inflater_new(ISAL_GZIP);
 	*out = g;
 	return 0;
 }
 
 void recon_zip_gz_prefix(struct recon_gz *g, const void *p, size_t n)
 {
-	if (n > sizeof(g->in) || g->zs.avail_in)
+	if (n > sizeof(g->in) || g->inf->avail_in)
 		return;
 	memcpy(g->in, p, n);
 	if (g->hash)
 		recon_sha256_update(g->hash, g->in, n);
-	g->zs.next_in = g->in;
-	g->zs.avail_in = (uInt)n;
+	g->inf->next_in = g->in;
+	g->inf->avail_in = (uint32_t)n;
 }
 
 /* Refills the compressed input when it ran out; false at the end of the file. */
@@ -682,7 +718,7 @@ static int gz_fill(struct recon_gz *g, struct recon_err *err)
 {
 	ssize_t n;
 
-	if (g->zs.avail_in || g->in_eof)
+	if (g->inf->avail_in || g->in_eof)
 		return 0;
 	while ((n = read(g->fd, g->in, sizeof(g->in))) < 0) {
 		int rc;
@@ -701,53 +737,65 @@ static int gz_fill(struct recon_gz *g, struct recon_err *err)
 		g->in_eof = true;
 	else if (g->hash)
 		recon_sha256_update(g->hash, g->in, (size_t)n);
-	g->zs.next_in = g->in;
-	g->zs.avail_in = (uInt)n;
+	g->inf->next_in = g->in;
+	g->inf->avail_in = (uint32_t)n;
 	return 0;
 }
 
 long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err *err)
 {
+	struct inflate_state *s = g->inf;
 	int rc;
 
 	if (n > (1u << 30))
 		n = 1u << 30;
-	g->zs.next_out = buf;
-	g->zs.avail_out = (uInt)n;
-	while (g->zs.avail_out == (uInt)n) {
+	s->next_out = buf;
+	s->avail_out = (uint32_t)n;
+	while (s->avail_out == (uint32_t)n) {
+		uint32_t had;
 		if (g->ended) {
 			/* the end of a member: another member may follow (concatenated gzip) */
 			if ((rc = gz_fill(g, err)) < 0)
 				return rc;
-			if (!g->zs.avail_in && g->in_eof)
+			if (!s->avail_in && g->in_eof)
 				return 0;
-			if (inflateReset(&g->zs) != Z_OK)
-				return recon_err_set(
-				    err, RECON_EINPUT, g->path,
-				    "damaged gzip stream: cannot restart inflating");
+			uint8_t *next = s->next_in;
+			const uint32_t avail = s->avail_in;
+			isal_inflate_reset(s);
+			s->crc_flag = ISAL_GZIP;
+			s->next_in = next;
+			s->avail_in = avail;
+			s->next_out = buf;
+			s->avail_out = (uint32_t)n;
 			g->ended = false;
 		}
 		if ((rc = gz_fill(g, err)) < 0)
 			return rc;
-		rc = inflate(&g->zs, Z_NO_FLUSH);
-		if (rc == Z_STREAM_END) {
-			g->ended = true; /* the CRC-32 and size were checked by zlib */
-		} else if (rc == Z_BUF_ERROR && !g->zs.avail_in && g->in_eof) {
-			return recon_err_set(err, RECON_EINPUT, g->path,
-					     "damaged gzip stream: truncated");
-		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+		had = s->avail_in;
+		rc = isal_inflate(s);
+		if (rc != ISAL_DECOMP_OK)
 			return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
-					     g->zs.msg ? g->zs.msg : "inflate failed");
+					     inflate_failure(rc));
+		if (s->block_state == ISAL_BLOCK_FINISH) {
+			g->ended = true; /* its CRC-32 and size were checked */
+		} else if (s->avail_out == (uint32_t)n && !s->avail_in) {
+			if (g->in_eof)
+				return recon_err_set(err, RECON_EINPUT, g->path,
+						     "damaged gzip stream: truncated");
+		} else if (s->avail_out == (uint32_t)n && s->avail_in == had) {
+			/* input and room, and nothing done: never loop on it */
+			return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
+					     inflate_failure(ISAL_INVALID_BLOCK));
 		}
 	}
-	return (long)(n - g->zs.avail_out);
+	return (long)(n - s->avail_out);
 }
 
 void recon_zip_gz_close(struct recon_gz *g)
 {
 	if (!g)
 		return;
-	inflateEnd(&g->zs);
+	free(g->inf);
 	free(g->path);
 	free(g);
 }

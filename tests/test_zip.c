@@ -664,6 +664,209 @@ static void test_zip_fake_locator(void **state)
 	recon_buf_release(&b);
 }
 
+/* ---- gzip (.gz statements) ---- */
+
+/*
+ * One gzip member of data appended to b, written by zlib (another deflate
+ * than the reader's); with a header naming the file, a comment, an extra
+ * field and the header's own CRC when `full`; level 0: stored blocks.
+ */
+static void gz_member(struct recon_buf *b, const void *data, size_t len, int level, bool full)
+{
+	z_stream zs;
+	gz_header h;
+	size_t cap = len + len / 100 + 1024;
+	unsigned char *out = malloc(cap);
+	static unsigned char extra[] = {'R', 'C', 3, 0, 'x', 'y', 'z'};
+
+	assert_non_null(out);
+	memset(&zs, 0, sizeof(zs));
+	assert_int_equal(deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY),
+			 Z_OK);
+	if (full) {
+		memset(&h, 0, sizeof(h));
+		h.name = (Bytef *)"2024-03-01.csv";
+		h.comment = (Bytef *)"a comment";
+		h.extra = extra;
+		h.extra_len = sizeof(extra);
+		h.hcrc = 1;
+		h.os = 3;
+		assert_int_equal(deflateSetHeader(&zs, &h), Z_OK);
+	}
+	zs.next_in = (Bytef *)(uintptr_t)data;
+	zs.avail_in = (uInt)len;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	recon_buf_add(b, out, cap - zs.avail_out);
+	deflateEnd(&zs);
+	free(out);
+}
+
+/* Reads fd as a .gz in reads of odd sizes into out; returns the last read's result. */
+static long gz_drain(int fd, struct recon_sha256 *sha, char *out, size_t cap, size_t *total,
+		     struct recon_err *err)
+{
+	static const size_t sizes[] = {1, 4093, 65536, 7, 1 << 20};
+	struct recon_gz *g = NULL;
+	size_t k = 0;
+	long n;
+
+	*total = 0;
+	recon_err_init(err);
+	assert_int_equal(recon_zip_gz_open(&g, fd, "bill.csv.gz", sha, err), 0);
+	for (;;) {
+		size_t ask = sizes[k++ % 5];
+		if (ask > cap - *total)
+			ask = cap - *total;
+		assert_true(ask > 0); /* cap: more than the data, so a read past it shows */
+		if ((n = recon_zip_gz_read(g, out + *total, ask, err)) <= 0)
+			break;
+		assert_true((size_t)n <= ask);
+		*total += (size_t)n;
+	}
+	recon_zip_gz_close(g);
+	return n;
+}
+
+/* Concatenated members (headers with every optional field, stored, empty) read as one. */
+static void test_gz_members_and_headers(void **state)
+{
+	const size_t len = (size_t)3 << 20;
+	const size_t cap = 2 * len + 100064;
+	char *body = malloc(len), *out = malloc(cap);
+	struct recon_sha256 sha;
+	struct recon_err err;
+	struct recon_buf b, want;
+	char got_hex[65], want_hex[65];
+	size_t total;
+	int fd;
+
+	(void)state;
+	assert_non_null(body);
+	assert_non_null(out);
+	for (size_t i = 0; i < len; i++)
+		body[i] = (char)(i % 37 == 36 ? '\n' : '0' + (i * 7919 % 10));
+	recon_buf_init(&b);
+	recon_buf_init(&want);
+	gz_member(&b, body, len, 6, true); /* name, comment, extra field, header CRC */
+	recon_buf_add(&want, body, len);
+	gz_member(&b, "", 0, 6, false);		   /* an empty member */
+	gz_member(&b, body + 5, 100000, 0, false); /* stored blocks */
+	recon_buf_add(&want, body + 5, 100000);
+	gz_member(&b, body + 11, len - 11, 9, true);
+	recon_buf_add(&want, body + 11, len - 11);
+	recon_sha256_hex(b.s, b.len, want_hex);
+	fd = file_of(&b);
+	recon_sha256_init(&sha);
+	assert_int_equal(gz_drain(fd, &sha, out, cap, &total, &err), 0);
+	assert_int_equal(total, want.len);
+	assert_memory_equal(out, want.s, want.len);
+	recon_sha256_final_hex(&sha, got_hex);
+	assert_string_equal(got_hex, want_hex);
+	close(fd);
+	recon_buf_release(&b);
+	recon_buf_release(&want);
+	free(body);
+	free(out);
+}
+
+/* A damaged .gz fails with RECON_EINPUT and what is wrong; it never ends as if read whole. */
+static void test_gz_damaged(void **state)
+{
+	static const char line[] = "ORD20240301000000001,100.00,CNY,SUCCESS,2024-03-01 10:00:00\n";
+	enum { CUT, CUT_TRAILER, BAD_CRC, BAD_SIZE, BAD_DATA, GARBAGE, NCASES };
+	static const char *const want[NCASES] = {
+	    "damaged gzip stream: truncated",
+	    "damaged gzip stream: truncated",
+	    "damaged gzip stream: incorrect CRC-32",
+	    "damaged gzip stream: incorrect CRC-32",
+	    "damaged gzip stream: ",
+	    "damaged gzip stream: not a gzip header",
+	};
+	struct recon_buf plain, b;
+	char *out;
+	size_t total;
+
+	(void)state;
+	recon_buf_init(&plain);
+	for (int i = 0; i < 20000; i++)
+		recon_buf_add(&plain, line, sizeof(line) - 1);
+	out = malloc(plain.len + 64);
+	assert_non_null(out);
+	for (int c = 0; c < NCASES; c++) {
+		struct recon_err err;
+		long n;
+		int fd;
+
+		recon_buf_init(&b);
+		gz_member(&b, plain.s, plain.len, 6, c == BAD_DATA);
+		switch (c) {
+		case CUT:
+			b.len /= 2;
+			break;
+		case CUT_TRAILER:
+			b.len -= 3;
+			break;
+		case BAD_CRC:
+			b.s[b.len - 8] ^= 1;
+			break;
+		case BAD_SIZE:
+			b.s[b.len - 1] ^= 1;
+			break;
+		case BAD_DATA:
+			/* the first deflate block's header, after a 10-byte header, extra
+			   field, name, comment and header CRC: type 3 does not exist */
+			b.s[10 + 2 + 7 + 15 + 10 + 2] |= 6;
+			break;
+		case GARBAGE:
+			recon_buf_adds(&b, "not gzip at all");
+			break;
+		}
+		fd = file_of(&b);
+		n = gz_drain(fd, NULL, out, plain.len + 64, &total, &err);
+		assert_int_equal(n, RECON_EINPUT);
+		assert_int_equal(err.code, RECON_EINPUT);
+		if (!strstr(err.msg, want[c]))
+			fail_msg("case %d: '%s' lacks '%s'", c, err.msg, want[c]);
+		assert_string_equal(err.where, "bill.csv.gz");
+		close(fd);
+		recon_buf_release(&b);
+	}
+	free(out);
+	recon_buf_release(&plain);
+}
+
+/* A deflated zip member whose data is damaged fails naming the member; it never ends cleanly. */
+static void test_zip_damaged_deflate(void **state)
+{
+	static const char text[] = "ORD1,1.00,CNY\nORD2,2.00,CNY\nORD3,3.00,CNY\n";
+	struct recon_zip *z = NULL;
+	struct recon_err err;
+	struct recon_buf b;
+	char buf[256];
+	long n;
+	int fd;
+	const struct member m[] = {{"bill.csv", text, sizeof(text) - 1, 1, 0}};
+
+	(void)state;
+	recon_buf_init(&b);
+	zip_build(&b, m, 1, CLASSIC);
+	/* the first compressed byte, right after the local header (30 bytes) and its name:
+	   its low bits set to a block type that does not exist */
+	b.s[30 + strlen("bill.csv")] |= 6;
+	fd = file_of(&b);
+	recon_err_init(&err);
+	assert_int_equal(open_fd(&z, fd, "bill", &err), 0);
+	while ((n = recon_zip_read(z, buf, sizeof(buf), &err)) > 0)
+		;
+	assert_int_equal(n, RECON_EINPUT);
+	assert_non_null(strstr(err.msg, "member 'bill.csv': invalid deflate block"));
+	recon_zip_close(z);
+	close(fd);
+	recon_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +880,9 @@ int main(void)
 	    cmocka_unit_test(test_zip_empty_members),
 	    cmocka_unit_test(test_zip_file_changes_while_read),
 	    cmocka_unit_test(test_zip_fake_locator),
+	    cmocka_unit_test(test_zip_damaged_deflate),
+	    cmocka_unit_test(test_gz_members_and_headers),
+	    cmocka_unit_test(test_gz_damaged),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
