@@ -44,6 +44,7 @@ struct recon_zip {
 	uint32_t crc_want, crc;
 	uint64_t usize_want, usize;
 	struct inflate_state *inf; /* deflated: ISA-L's inflater (raw deflate) */
+	int failed;		   /* the inflater's failure: it is not called again */
 	bool ended;
 };
 
@@ -597,6 +598,8 @@ static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, str
 	size_t got, used;
 	int rc, ret;
 
+	if (z->failed)
+		return zerr(err, z->path, "member '%s': %s", z->shown, inflate_failure(z->failed));
 	do {
 		if (s->block_state == ISAL_BLOCK_FINISH)
 			return 0;
@@ -607,12 +610,17 @@ static long read_deflated(struct recon_zip *z, unsigned char *buf, size_t n, str
 		s->next_out = buf;
 		s->avail_out = (uint32_t)n;
 		rc = isal_inflate(s);
-		got = n - s->avail_out;
-		used = z->in_len - s->avail_in;
-		z->in += used;
-		z->in_len = s->avail_in;
-		if (rc != ISAL_DECOMP_OK)
+		if (rc != ISAL_DECOMP_OK) {
+			z->failed = rc; /* ISA-L's state is not to be used again */
 			return zerr(err, z->path, "member '%s': %s", z->shown, inflate_failure(rc));
+		}
+		got = n - s->avail_out;
+		/* at the stream's end ISA-L may have taken bytes past it: not data */
+		used = s->block_state == ISAL_BLOCK_FINISH || s->avail_in > z->in_len
+			   ? z->in_len
+			   : z->in_len - s->avail_in;
+		z->in += used;
+		z->in_len -= used;
 		if (got || s->block_state == ISAL_BLOCK_FINISH)
 			break;
 		if (!z->in_len && !member_left(z))
@@ -672,6 +680,7 @@ struct recon_gz {
 	unsigned char in[GZ_IN];
 	bool in_eof;
 	bool ended;
+	int failed; /* the inflater's failure: it is not called again */
 	int (*wait)(void *arg, struct recon_err *err); /* recon_zip_gz_wait() */
 	void *wait_arg;
 };
@@ -747,6 +756,9 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 	struct inflate_state *s = g->inf;
 	int rc;
 
+	if (g->failed)
+		return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
+				     inflate_failure(g->failed));
 	if (n > (1u << 30))
 		n = 1u << 30;
 	s->next_out = buf;
@@ -773,9 +785,11 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 			return rc;
 		had = s->avail_in;
 		rc = isal_inflate(s);
-		if (rc != ISAL_DECOMP_OK)
+		if (rc != ISAL_DECOMP_OK) {
+			g->failed = rc;
 			return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
 					     inflate_failure(rc));
+		}
 		if (s->block_state == ISAL_BLOCK_FINISH) {
 			g->ended = true; /* its CRC-32 and size were checked */
 		} else if (s->avail_out == (uint32_t)n && !s->avail_in) {

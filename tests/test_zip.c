@@ -725,6 +725,13 @@ static long gz_drain(int fd, struct recon_sha256 *sha, char *out, size_t cap, si
 		assert_true((size_t)n <= ask);
 		*total += (size_t)n;
 	}
+	if (n < 0) {
+		/* a failure stays one: a read after it never ends as if the stream had */
+		struct recon_err again;
+		char c;
+		recon_err_init(&again);
+		assert_int_equal(recon_zip_gz_read(g, &c, 1, &again), n);
+	}
 	recon_zip_gz_close(g);
 	return n;
 }
@@ -767,6 +774,63 @@ static void test_gz_members_and_headers(void **state)
 	close(fd);
 	recon_buf_release(&b);
 	recon_buf_release(&want);
+	free(body);
+	free(out);
+}
+
+/*
+ * A member whose end falls at each place around the reader's fill edge (its
+ * fills are 64 KiB): ISA-L hands back the bytes it read ahead, which may
+ * have come in the fill before, and the next member starts right there.
+ */
+static void test_gz_member_end_at_fill_edge(void **state)
+{
+	static const char tail[] = "ORD20240301000000009,9.00,CNY,SUCCESS\n";
+	const size_t len = 200000;
+	unsigned char *body = malloc(len), *raw = NULL, *out = malloc(len + 4096);
+	size_t nraw;
+	uint32_t x = 88172645u;
+
+	(void)state;
+	assert_non_null(body);
+	assert_non_null(out);
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5; /* barely compressible */
+		body[i] = (unsigned char)('a' + x % 26);
+	}
+	nraw = deflate_raw(body, 70000, &raw); /* a member of about 64 KiB: 52 KiB */
+	for (size_t pad = 0; pad < 40; pad++) {
+		struct recon_buf b, want;
+		struct recon_err err;
+		unsigned char h[10] = {0x1f, 0x8b, 8, 4 /* FEXTRA */, 0, 0, 0, 0, 0, 3};
+		const uLong crc = crc32(0L, body, 70000);
+		size_t total;
+		int fd;
+
+		recon_buf_init(&b);
+		recon_buf_init(&want);
+		recon_buf_add(&b, h, sizeof(h));
+		/* an extra field that moves the member's end to 65536 - 20 + pad */
+		const size_t xlen = 65536 - 20 - sizeof(h) - 2 - nraw - 8 + pad;
+		put16(&b, (uint32_t)xlen);
+		for (size_t i = 0; i < xlen; i++)
+			recon_buf_addc(&b, 'x');
+		recon_buf_add(&b, raw, nraw);
+		put32(&b, (uint32_t)crc);
+		put32(&b, 70000);
+		recon_buf_add(&want, body, 70000);
+		gz_member(&b, tail, sizeof(tail) - 1, 6, false);
+		recon_buf_add(&want, tail, sizeof(tail) - 1);
+		fd = file_of(&b);
+		if (gz_drain(fd, NULL, (char *)out, len + 4096, &total, &err) != 0)
+			fail_msg("pad %zu: %s", pad, err.msg);
+		assert_int_equal(total, want.len);
+		assert_memory_equal(out, want.s, want.len);
+		close(fd);
+		recon_buf_release(&b);
+		recon_buf_release(&want);
+	}
+	free(raw);
 	free(body);
 	free(out);
 }
@@ -862,6 +926,10 @@ static void test_zip_damaged_deflate(void **state)
 		;
 	assert_int_equal(n, RECON_EINPUT);
 	assert_non_null(strstr(err.msg, "member 'bill.csv': invalid deflate block"));
+	/* and again: a failed inflater is not called again, nor does it end cleanly */
+	recon_err_init(&err);
+	assert_int_equal(recon_zip_read(z, buf, sizeof(buf), &err), RECON_EINPUT);
+	assert_non_null(strstr(err.msg, "invalid deflate block"));
 	recon_zip_close(z);
 	close(fd);
 	recon_buf_release(&b);
@@ -882,6 +950,7 @@ int main(void)
 	    cmocka_unit_test(test_zip_fake_locator),
 	    cmocka_unit_test(test_zip_damaged_deflate),
 	    cmocka_unit_test(test_gz_members_and_headers),
+	    cmocka_unit_test(test_gz_member_end_at_fill_edge),
 	    cmocka_unit_test(test_gz_damaged),
 	};
 

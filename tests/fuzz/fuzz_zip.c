@@ -14,6 +14,11 @@
  * fake a log line); a member never inflates past the caps the reader promises
  * (RECON_ZIP_MAX_INFLATED), and a read that ends cleanly has passed the
  * CRC-32 and size check, and the provenance hash is of the file as stored.
+ *
+ * The .gz reader inflates with ISA-L; zlib, another implementation, reads
+ * every input as concatenated gzip members too: when it reads the input
+ * whole, recon must read it whole as well, to the same bytes (a valid file
+ * zlib reads is never refused, nor read differently).
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -21,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "fuzz_support.h"
 #include "recon_err.h"
@@ -77,16 +84,55 @@ static long gz_rd(void *h, void *buf, size_t n, struct recon_err *err)
 	return recon_zip_gz_read(h, buf, n, err);
 }
 
+#define GZ_STOP ((uint64_t)1 << 26) /* a .gz is read to its end or this much */
+
+/* What zlib inflates from the input as concatenated gzip members: 1 read whole, 0 not. */
+static int zlib_gz(const uint8_t *data, size_t size, unsigned char **out, size_t *len)
+{
+	z_stream zs;
+	size_t cap = 1 << 16;
+	int rc = Z_OK, whole = 0;
+
+	*len = 0;
+	*out = malloc(cap);
+	memset(&zs, 0, sizeof(zs));
+	if (!*out || inflateInit2(&zs, 15 + 16) != Z_OK)
+		abort();
+	zs.next_in = (Bytef *)(uintptr_t)data;
+	zs.avail_in = (uInt)size;
+	while (*len < GZ_STOP) {
+		if (*len == cap && !(*out = realloc(*out, cap *= 2)))
+			abort();
+		zs.next_out = *out + *len;
+		zs.avail_out = (uInt)(cap - *len);
+		rc = inflate(&zs, Z_NO_FLUSH);
+		*len = cap - zs.avail_out;
+		if (rc == Z_STREAM_END) {
+			if (!zs.avail_in) {
+				whole = 1;
+				break;
+			}
+			if (inflateReset(&zs) != Z_OK)
+				break;
+		} else if (rc != Z_OK && !(rc == Z_BUF_ERROR && zs.avail_in)) {
+			break;
+		}
+	}
+	inflateEnd(&zs);
+	return whole;
+}
+
 /*
  * Reads h to its end in small and odd-sized reads, or until `stop` bytes
  * (beyond which a read is a failure when `cap`). Returns the last read's
  * result: 0 at the end, < 0 a checked failure, > 0 stopped early.
  */
 static long drain(long (*rd)(void *h, void *buf, size_t n, struct recon_err *err), void *h,
-		  uint64_t stop, int cap)
+		  uint64_t stop, int cap, unsigned char **keep, size_t *kept)
 {
 	static const size_t sizes[] = {1, 7, 4096, 65536};
 	static char buf[65536];
+	size_t kcap = 0;
 	struct recon_err err;
 	uint64_t total = 0;
 	size_t k = 0;
@@ -96,6 +142,14 @@ static long drain(long (*rd)(void *h, void *buf, size_t n, struct recon_err *err
 	while ((n = rd(h, buf, sizes[k % 4], &err)) > 0) {
 		if ((size_t)n > sizes[k++ % 4])
 			fail("a read returned more than asked", &err);
+		if (keep) {
+			/* the bytes read, for comparing */
+			while (*kept + (size_t)n > kcap)
+				if (!(*keep = realloc(*keep, kcap = kcap ? 2 * kcap : 65536)))
+					abort();
+			memcpy(*keep + *kept, buf, (size_t)n);
+			*kept += (size_t)n;
+		}
 		if ((total += (uint64_t)n) > stop) {
 			if (cap)
 				fail("inflated past RECON_ZIP_MAX_INFLATED", &err);
@@ -132,19 +186,22 @@ static void one(const char *enc, const char *want, const char *exclude)
 	}
 	if (!z || !recon_zip_member(z))
 		abort();
-	if (drain(zip_rd, z, RECON_ZIP_MAX_INFLATED, 1) == 0)
+	if (drain(zip_rd, z, RECON_ZIP_MAX_INFLATED, 1, NULL, NULL) == 0)
 		check_hash(&sha, "zip: the hash is not of the archive as stored");
 	recon_zip_close(z);
 	close(fd);
 }
 
-/* The input as a .gz, read to its end (or 64 MiB: enough from a fuzz input). */
-static void gz(void)
+/* The input as a .gz, read to its end (or 64 MiB: enough from a fuzz input), and by zlib. */
+static void gz(const uint8_t *data, size_t size)
 {
 	struct recon_gz *g = NULL;
 	struct recon_sha256 sha;
 	struct recon_err err;
 	int fd = open(zip_path, O_RDONLY | O_CLOEXEC);
+	unsigned char *mine = NULL, *theirs = NULL;
+	size_t nmine = 0, ntheirs = 0;
+	long rc;
 
 	if (fd < 0)
 		abort();
@@ -152,8 +209,18 @@ static void gz(void)
 	recon_err_init(&err);
 	if (recon_zip_gz_open(&g, fd, zip_path, &sha, &err) < 0)
 		fail("gz open failed", &err);
-	if (drain(gz_rd, g, (uint64_t)1 << 26, 0) == 0)
+	rc = drain(gz_rd, g, GZ_STOP, 0, &mine, &nmine);
+	if (rc == 0)
 		check_hash(&sha, "gz: the hash is not of the file as stored");
+	if (zlib_gz(data, size, &theirs, &ntheirs)) {
+		recon_err_init(&err);
+		if (rc != 0)
+			fail("gz: zlib reads the input whole, recon does not", &err);
+		if (nmine != ntheirs || memcmp(mine, theirs, nmine))
+			fail("gz: recon and zlib inflate the input to different bytes", &err);
+	}
+	free(mine);
+	free(theirs);
 	recon_zip_gz_close(g);
 	close(fd);
 }
@@ -165,6 +232,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	one(NULL, NULL, NULL);
 	one(NULL, "detail", "summary");
 	one("GBK", "\xe4\xb8\x9a\xe5\x8a\xa1\xe6\x98\x8e\xe7\xbb\x86", "\xe6\xb1\x87\xe6\x80\xbb");
-	gz();
+	gz(data, size);
 	return 0;
 }
