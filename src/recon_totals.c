@@ -15,6 +15,8 @@ struct gacc {
 	size_t entry_len; /* of the group's entry_type, if any */
 	size_t *col;	  /* per sum: header index, or NO_COL */
 	int64_t *sum;
+	size_t *bound; /* the sums whose column the header has, in the rule's order */
+	size_t nbound;
 };
 
 struct recon_totals {
@@ -45,6 +47,7 @@ struct recon_totals *recon_totals_new(const struct recon_side *side)
 		size_t n = rule->groups[i].nsums;
 		t->g[i].col = recon_xcalloc(n ? n : 1, sizeof(*t->g[i].col));
 		t->g[i].sum = recon_xcalloc(n ? n : 1, sizeof(*t->g[i].sum));
+		t->g[i].bound = recon_xcalloc(n ? n : 1, sizeof(*t->g[i].bound));
 		if (rule->groups[i].entry_type)
 			t->g[i].entry_len = strlen(rule->groups[i].entry_type);
 		for (size_t j = 0; j < n; j++)
@@ -60,6 +63,7 @@ void recon_totals_free(struct recon_totals *t)
 	for (size_t i = 0; i < t->side->csv.totals.ngroups; i++) {
 		free(t->g[i].col);
 		free(t->g[i].sum);
+		free(t->g[i].bound);
 	}
 	free(t->g);
 	free(t);
@@ -92,7 +96,7 @@ void recon_totals_bind(struct recon_totals *t, const struct recon_totals_cell *h
 	const struct recon_totals_rule *rule = &t->side->csv.totals;
 
 	t->entry_col = entry_col;
-	for (size_t i = 0; i < rule->ngroups; i++)
+	for (size_t i = 0; i < rule->ngroups; i++) {
 		for (size_t j = 0; j < rule->groups[i].nsums; j++)
 			for (size_t c = 0; c < n; c++)
 				if (cell_is(t, &header[c], rule->groups[i].sums[j].column,
@@ -100,6 +104,12 @@ void recon_totals_bind(struct recon_totals *t, const struct recon_totals_cell *h
 					t->g[i].col[j] = c;
 					break;
 				}
+		/* a row visits these only: a layout has a few of the columns a rule knows */
+		t->g[i].nbound = 0;
+		for (size_t j = 0; j < rule->groups[i].nsums; j++)
+			if (t->g[i].col[j] != NO_COL)
+				t->g[i].bound[t->g[i].nbound++] = j;
+	}
 }
 
 /*
@@ -220,14 +230,13 @@ void recon_totals_add(struct recon_totals *t, const struct recon_totals_cell *ce
 		     !cell_is(t, &cells[t->entry_col], grp->entry_type, g->entry_len)))
 			continue;
 		g->count++;
-		for (size_t j = 0; j < grp->nsums; j++) {
+		for (size_t b = 0; b < g->nbound; b++) {
+			const size_t j = g->bound[b];
 			const char *p;
 			size_t len;
 			int64_t v;
 			char shown[64];
 
-			if (g->col[j] == NO_COL)
-				continue;
 			if (g->col[j] >= n) {
 				set_bad(t, line, "'%s': no such cell", grp->sums[j].column);
 				continue;
@@ -235,9 +244,11 @@ void recon_totals_add(struct recon_totals *t, const struct recon_totals_cell *ce
 			p = cells[g->col[j]].p;
 			len = cells[g->col[j]].len;
 			trim(t, &p, &len);
-			if (!len)
-				continue; /* an empty amount cell adds nothing */
-			if (recon_totals_parse_amount(p, len, &v) < 0) {
+			if (!len || (len == 4 && !memcmp(p, "0.00", 4)))
+				continue; /* an empty cell adds nothing, nor does the usual zero */
+			/* trimmed of blanks already: the common cell at once, else the checked way
+			 */
+			if (!parse_short(p, len, &v) && recon_totals_parse_amount(p, len, &v) < 0) {
 				show(p, len, shown, sizeof(shown));
 				set_bad(t, line, "'%s': '%s' is not an amount", grp->sums[j].column,
 					shown);
