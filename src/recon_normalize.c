@@ -39,12 +39,21 @@ static void trim_ends(const struct recon_side *side, const char **s, size_t *len
 	*len = n;
 }
 
-/* trim_ends(), but nearly every value has nothing to trim: that is seen here, inline. */
+/*
+ * trim_ends(), but nearly every value has nothing to trim: that is seen here,
+ * inline (a CSV source has taken the guard characters off its cells already).
+ */
 static inline void trim(const struct recon_side *side, const char **s, size_t *len)
 {
-	if ((!side->csv.strip || !*side->csv.strip) && *len && (unsigned char)(*s)[0] > ' ' &&
-	    (unsigned char)(*s)[*len - 1] > ' ')
-		return;
+	if (*len) {
+		const unsigned char a = (unsigned char)(*s)[0], z = (unsigned char)(*s)[*len - 1];
+		if (!side->csv.strip || !*side->csv.strip) {
+			if (a > ' ' && z > ' ')
+				return;
+		} else if (!trimmed(side->csv.strip, a) && !trimmed(side->csv.strip, z)) {
+			return;
+		}
+	}
 	trim_ends(side, s, len);
 }
 

@@ -158,6 +158,8 @@ static void test_normalize_key_trimmed(void **state)
 	    {"ORD 1", "ORD 1"},
 	    {"OR`D", "OR`D"},
 	    {"``A``", "A"},
+	    {"ORD-1`", "ORD-1"}, /* a guard at the end only */
+	    {"ORD-1 ", "ORD-1"},
 	    {"\xe8\xae\xa2 1", "\xe8\xae\xa2 1"},
 	};
 
