@@ -681,6 +681,15 @@ struct recon_gz {
 	bool in_eof;
 	bool ended;
 	int failed; /* the inflater's failure: it is not called again */
+	/*
+	 * The member's header, parsed apart from the deflate data: isal_inflate()
+	 * parses a gzip header with a struct of its own per call, so a header
+	 * split between two reads (a pipe's first bytes, or a member's header
+	 * across a fill's end) lost its flags and its CRC (ISA-L issue 224);
+	 * isal_read_gzip_header() carries on in this one.
+	 */
+	struct isal_gzip_header hdr;
+	bool in_hdr;
 	int (*wait)(void *arg, struct recon_err *err); /* recon_zip_gz_wait() */
 	void *wait_arg;
 };
@@ -706,7 +715,11 @@ int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path, struct re
 	g->path = recon_xstrdup(path);
 	g->hash = hash;
 	(void)err;
-	g->inf = inflater_new(ISAL_GZIP);
+	/* the deflate data, then the CRC-32 and size after it checked; the header is gz_header()'s
+	 */
+	g->inf = inflater_new(ISAL_GZIP_NO_HDR_VER);
+	isal_gzip_header_init(&g->hdr);
+	g->in_hdr = true;
 	*out = g;
 	return 0;
 }
@@ -751,6 +764,29 @@ static int gz_fill(struct recon_gz *g, struct recon_err *err)
 	return 0;
 }
 
+/*
+ * Reads the member's header as far as the input goes: 1 when it is whole, 0
+ * when it goes on in the next bytes, else a failure.
+ */
+static int gz_header(struct recon_gz *g, struct recon_err *err)
+{
+	struct inflate_state *s = g->inf;
+	int rc = isal_read_gzip_header(s, &g->hdr);
+
+	if (rc == ISAL_DECOMP_OK) {
+		g->in_hdr = false;
+		return 1;
+	}
+	if (rc == ISAL_END_INPUT && !s->avail_in)
+		return g->in_eof ? recon_err_set(err, RECON_EINPUT, g->path,
+						 "damaged gzip stream: truncated")
+				 : 0;
+	/* a bad header, or a field ISA-L would copy out (none is asked for) */
+	g->failed = rc < 0 ? rc : ISAL_INVALID_WRAPPER;
+	return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
+			     inflate_failure(g->failed));
+}
+
 long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err *err)
 {
 	struct inflate_state *s = g->inf;
@@ -774,7 +810,9 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 			uint8_t *next = s->next_in;
 			const uint32_t avail = s->avail_in;
 			isal_inflate_reset(s);
-			s->crc_flag = ISAL_GZIP;
+			s->crc_flag = ISAL_GZIP_NO_HDR_VER;
+			isal_gzip_header_init(&g->hdr);
+			g->in_hdr = true;
 			s->next_in = next;
 			s->avail_in = avail;
 			s->next_out = buf;
@@ -783,6 +821,11 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 		}
 		if ((rc = gz_fill(g, err)) < 0)
 			return rc;
+		if (g->in_hdr && (rc = gz_header(g, err)) <= 0) {
+			if (rc < 0)
+				return rc;
+			continue; /* the header goes on in the next bytes */
+		}
 		had = s->avail_in;
 		rc = isal_inflate(s);
 		if (rc != ISAL_DECOMP_OK) {

@@ -704,8 +704,9 @@ static void gz_member(struct recon_buf *b, const void *data, size_t len, int lev
 }
 
 /* Reads fd as a .gz in reads of odd sizes into out; returns the last read's result. */
-static long gz_drain(int fd, struct recon_sha256 *sha, char *out, size_t cap, size_t *total,
-		     struct recon_err *err)
+static long gz_drain_from(int fd, const struct recon_buf *head, size_t prefix,
+			  struct recon_sha256 *sha, char *out, size_t cap, size_t *total,
+			  struct recon_err *err)
 {
 	static const size_t sizes[] = {1, 4093, 65536, 7, 1 << 20};
 	struct recon_gz *g = NULL;
@@ -715,6 +716,11 @@ static long gz_drain(int fd, struct recon_sha256 *sha, char *out, size_t cap, si
 	*total = 0;
 	recon_err_init(err);
 	assert_int_equal(recon_zip_gz_open(&g, fd, "bill.csv.gz", sha, err), 0);
+	if (prefix) {
+		/* the caller read these already (a pipe's first bytes, to see what it holds) */
+		assert_int_equal(lseek(fd, (off_t)prefix, SEEK_SET), (off_t)prefix);
+		recon_zip_gz_prefix(g, head->s, prefix);
+	}
 	for (;;) {
 		size_t ask = sizes[k++ % 5];
 		if (ask > cap - *total)
@@ -734,6 +740,12 @@ static long gz_drain(int fd, struct recon_sha256 *sha, char *out, size_t cap, si
 	}
 	recon_zip_gz_close(g);
 	return n;
+}
+
+static long gz_drain(int fd, struct recon_sha256 *sha, char *out, size_t cap, size_t *total,
+		     struct recon_err *err)
+{
+	return gz_drain_from(fd, NULL, 0, sha, out, cap, total, err);
 }
 
 /* Concatenated members (headers with every optional field, stored, empty) read as one. */
@@ -780,8 +792,9 @@ static void test_gz_members_and_headers(void **state)
 
 /*
  * A member whose end falls at each place around the reader's fill edge (its
- * fills are 64 KiB): ISA-L hands back the bytes it read ahead, which may
- * have come in the fill before, and the next member starts right there.
+ * fills are 64 KiB), then a member whose header is plain or has every
+ * optional field (so that it is split between two fills at each place):
+ * each member is read whole, its header too.
  */
 static void test_gz_member_end_at_fill_edge(void **state)
 {
@@ -799,7 +812,8 @@ static void test_gz_member_end_at_fill_edge(void **state)
 		body[i] = (unsigned char)('a' + x % 26);
 	}
 	nraw = deflate_raw(body, 70000, &raw); /* a member of about 64 KiB: 52 KiB */
-	for (size_t pad = 0; pad < 40; pad++) {
+	for (size_t pad = 0; pad < 2 * 70; pad++) {
+		const bool full = pad >= 70;
 		struct recon_buf b, want;
 		struct recon_err err;
 		unsigned char h[10] = {0x1f, 0x8b, 8, 4 /* FEXTRA */, 0, 0, 0, 0, 0, 3};
@@ -810,8 +824,8 @@ static void test_gz_member_end_at_fill_edge(void **state)
 		recon_buf_init(&b);
 		recon_buf_init(&want);
 		recon_buf_add(&b, h, sizeof(h));
-		/* an extra field that moves the member's end to 65536 - 20 + pad */
-		const size_t xlen = 65536 - 20 - sizeof(h) - 2 - nraw - 8 + pad;
+		/* an extra field that moves the member's end to 65536 - 60 + pad % 70 */
+		const size_t xlen = 65536 - 60 - sizeof(h) - 2 - nraw - 8 + pad % 70;
 		put16(&b, (uint32_t)xlen);
 		for (size_t i = 0; i < xlen; i++)
 			recon_buf_addc(&b, 'x');
@@ -819,7 +833,7 @@ static void test_gz_member_end_at_fill_edge(void **state)
 		put32(&b, (uint32_t)crc);
 		put32(&b, 70000);
 		recon_buf_add(&want, body, 70000);
-		gz_member(&b, tail, sizeof(tail) - 1, 6, false);
+		gz_member(&b, tail, sizeof(tail) - 1, 6, full);
 		recon_buf_add(&want, tail, sizeof(tail) - 1);
 		fd = file_of(&b);
 		if (gz_drain(fd, NULL, (char *)out, len + 4096, &total, &err) != 0)
@@ -833,6 +847,36 @@ static void test_gz_member_end_at_fill_edge(void **state)
 	free(raw);
 	free(body);
 	free(out);
+}
+
+/*
+ * Read from a pipe, a .gz's first bytes come in apart (the caller reads a
+ * few to see what the input is): a header with every optional field, its
+ * own CRC among them, split after each of its bytes, is read whole.
+ */
+static void test_gz_header_split(void **state)
+{
+	static const char rows[] = "ORD1,1.00,CNY,SUCCESS\nORD2,2.00,CNY,SUCCESS\n";
+	struct recon_buf b;
+	char out[4096];
+
+	(void)state;
+	recon_buf_init(&b);
+	gz_member(&b, rows, sizeof(rows) - 1, 6, true);
+	gz_member(&b, rows, sizeof(rows) - 1, 0, true);
+	for (size_t k = 1; k < 60; k++) {
+		struct recon_err err;
+		size_t total;
+		int fd = file_of(&b);
+
+		if (gz_drain_from(fd, &b, k, NULL, out, sizeof(out), &total, &err) != 0)
+			fail_msg("the first %zu bytes apart: %s", k, err.msg);
+		assert_int_equal(total, 2 * (sizeof(rows) - 1));
+		assert_memory_equal(out, rows, sizeof(rows) - 1);
+		assert_memory_equal(out + sizeof(rows) - 1, rows, sizeof(rows) - 1);
+		close(fd);
+	}
+	recon_buf_release(&b);
 }
 
 /* A damaged .gz fails with RECON_EINPUT and what is wrong; it never ends as if read whole. */
@@ -951,6 +995,7 @@ int main(void)
 	    cmocka_unit_test(test_zip_damaged_deflate),
 	    cmocka_unit_test(test_gz_members_and_headers),
 	    cmocka_unit_test(test_gz_member_end_at_fill_edge),
+	    cmocka_unit_test(test_gz_header_split),
 	    cmocka_unit_test(test_gz_damaged),
 	};
 
