@@ -45,15 +45,11 @@ static void trim_ends(const struct recon_side *side, const char **s, size_t *len
  */
 static inline void trim(const struct recon_side *side, const char **s, size_t *len)
 {
-	if (*len) {
-		const unsigned char a = (unsigned char)(*s)[0], z = (unsigned char)(*s)[*len - 1];
-		if (!side->csv.strip || !*side->csv.strip) {
-			if (a > ' ' && z > ' ')
-				return;
-		} else if (!trimmed(side->csv.strip, a) && !trimmed(side->csv.strip, z)) {
-			return;
-		}
-	}
+	const char *guard = side->csv.strip ? side->csv.strip : "";
+
+	if (*len && !trimmed(guard, (unsigned char)(*s)[0]) &&
+	    !trimmed(guard, (unsigned char)(*s)[*len - 1]))
+		return;
 	trim_ends(side, s, len);
 }
 

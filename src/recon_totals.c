@@ -246,8 +246,7 @@ void recon_totals_add(struct recon_totals *t, const struct recon_totals_cell *ce
 			trim(t, &p, &len);
 			if (!len || (len == 4 && !memcmp(p, "0.00", 4)))
 				continue; /* an empty cell adds nothing, nor does the usual zero */
-			/* trimmed of blanks already: the common cell at once, else the checked way
-			 */
+			/* trimmed already: the short form at once, else the checked way */
 			if (!parse_short(p, len, &v) && recon_totals_parse_amount(p, len, &v) < 0) {
 				show(p, len, shown, sizeof(shown));
 				set_bad(t, line, "'%s': '%s' is not an amount", grp->sums[j].column,

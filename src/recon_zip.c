@@ -675,8 +675,8 @@ struct recon_gz {
 	int fd; /* borrowed */
 	char *path;
 	struct recon_sha256 *hash;
-	struct inflate_state
-	    *inf; /* a gzip member: header, deflate data, CRC-32 and size checked */
+	/* a member's deflate data, its CRC-32 and size after it checked (the header: hdr) */
+	struct inflate_state *inf;
 	unsigned char in[GZ_IN];
 	bool in_eof;
 	bool ended;
@@ -715,8 +715,6 @@ int recon_zip_gz_open(struct recon_gz **out, int fd, const char *path, struct re
 	g->path = recon_xstrdup(path);
 	g->hash = hash;
 	(void)err;
-	/* the deflate data, then the CRC-32 and size after it checked; the header is gz_header()'s
-	 */
 	g->inf = inflater_new(ISAL_GZIP_NO_HDR_VER);
 	isal_gzip_header_init(&g->hdr);
 	g->in_hdr = true;
@@ -764,6 +762,14 @@ static int gz_fill(struct recon_gz *g, struct recon_err *err)
 	return 0;
 }
 
+/* A failure of the inflater, kept: it is not called again. */
+static int gz_fail(struct recon_gz *g, int rc, struct recon_err *err)
+{
+	g->failed = rc;
+	return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
+			     inflate_failure(rc));
+}
+
 /*
  * Reads the member's header as far as the input goes: 1 when it is whole, 0
  * when it goes on in the next bytes, else a failure.
@@ -782,9 +788,7 @@ static int gz_header(struct recon_gz *g, struct recon_err *err)
 						 "damaged gzip stream: truncated")
 				 : 0;
 	/* a bad header, or a field ISA-L would copy out (none is asked for) */
-	g->failed = rc < 0 ? rc : ISAL_INVALID_WRAPPER;
-	return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
-			     inflate_failure(g->failed));
+	return gz_fail(g, rc < 0 ? rc : ISAL_INVALID_WRAPPER, err);
 }
 
 long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err *err)
@@ -793,8 +797,7 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 	int rc;
 
 	if (g->failed)
-		return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
-				     inflate_failure(g->failed));
+		return gz_fail(g, g->failed, err);
 	if (n > (1u << 30))
 		n = 1u << 30;
 	s->next_out = buf;
@@ -807,16 +810,10 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 				return rc;
 			if (!s->avail_in && g->in_eof)
 				return 0;
-			uint8_t *next = s->next_in;
-			const uint32_t avail = s->avail_in;
+			/* the input, the room and crc_flag stay: the next member */
 			isal_inflate_reset(s);
-			s->crc_flag = ISAL_GZIP_NO_HDR_VER;
 			isal_gzip_header_init(&g->hdr);
 			g->in_hdr = true;
-			s->next_in = next;
-			s->avail_in = avail;
-			s->next_out = buf;
-			s->avail_out = (uint32_t)n;
 			g->ended = false;
 		}
 		if ((rc = gz_fill(g, err)) < 0)
@@ -827,12 +824,8 @@ long recon_zip_gz_read(struct recon_gz *g, void *buf, size_t n, struct recon_err
 			continue; /* the header goes on in the next bytes */
 		}
 		had = s->avail_in;
-		rc = isal_inflate(s);
-		if (rc != ISAL_DECOMP_OK) {
-			g->failed = rc;
-			return recon_err_set(err, RECON_EINPUT, g->path, "damaged gzip stream: %s",
-					     inflate_failure(rc));
-		}
+		if ((rc = isal_inflate(s)) != ISAL_DECOMP_OK)
+			return gz_fail(g, rc, err);
 		if (s->block_state == ISAL_BLOCK_FINISH) {
 			g->ended = true; /* its CRC-32 and size were checked */
 		} else if (s->avail_out == (uint32_t)n && !s->avail_in) {
